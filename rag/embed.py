@@ -56,6 +56,9 @@ class Embedder:
             if self._model is None:
                 offline_environment()
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # "Loading weights" bars on every start
 
                 folder = model_folder(self.settings.model)
                 try:

