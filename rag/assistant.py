@@ -14,15 +14,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
+from rag import extract
+from rag.chunk import sentence_spans
 from rag.cite import SentenceIndex, attach, looked_here
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.errors import RagError
-from rag.generate import Generator
+from rag.generate import GenerationStats, Generator
+from rag.guard import missing_detail
 from rag.prompt import (
     NOT_STATED,
     SYSTEM,
     Passage,
+    markers_in,
     select_passages,
     strip_markers,
     user_message,
@@ -33,6 +37,7 @@ from rag.types import Answer, Event, Final, Hit, Paper, Sources, Status, Token, 
 
 log = logging.getLogger(__name__)
 
+MAX_SENTENCES = 3
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
 _ANAPHORA = re.compile(r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|the (?:paper|"
                        r"method|approach|model|framework|authors|work|algorithm|benchmark))\b",
@@ -56,6 +61,19 @@ def is_followup(question: str, named: list[str], history: Sequence[Turn]) -> boo
     if not history or not history[-1].paper_ids or named:
         return False
     return bool(_ANAPHORA.search(question)) or len(question.split()) <= 4
+
+
+def resolve_reference(question: str, papers: list[Paper]) -> str:
+    """'What speedup does it achieve?' -> 'What speedup does SVOO achieve?' for the model."""
+    if not papers:
+        return question
+    name = papers[0].label if len(papers) == 1 else " and ".join(p.label for p in papers[:3])
+
+    def sub(m: re.Match[str]) -> str:
+        word = m.group(0).lower()
+        return f"{name}'s" if word in ("its", "their") else name
+
+    return _ANAPHORA.sub(sub, question, count=1)
 
 
 class MarkerFilter:
@@ -141,26 +159,39 @@ class Assistant:
                 citations=(), hits=tuple(hits), abstained=True, reason="off-topic",
                 closest=closest, notice=notice, seconds=time.perf_counter() - t0))
             return
+        kind = extract.finding_kind(q)
+        if kind is not None:
+            yield sources
+            yield from self._find(q, kind, hits, named, context, notice, t0)
+            return
         a = self.settings.answer
-        passages = select_passages(hits, papers, a.context_tokens, a.max_passages,
-                                   first=context or tuple(named[:2]))
+        if context:  # the user points back at these papers: only they are in the prompt
+            q_model = resolve_reference(q, [papers[p] for p in context if p in papers])
+            passages = select_passages([h for h in hits if h.chunk.paper_id in context],
+                                       papers, a.context_tokens, a.max_passages, first=context)
+        else:
+            q_model = q
+            passages = select_passages(hits, papers, a.context_tokens, a.max_passages,
+                                       first=tuple(named[:2]))
         yield sources
+        target = (context or tuple(named[:1]) or (passages[0].paper_id,))[0]
+        detail = missing_detail(q, papers[target]) if target in papers else None
+        if detail and (named or context):
+            closest = tuple(p.paper_id for p in passages[:3])
+            answer = self._not_stated(q, passages, papers, hits, closest, notice, "not-stated",
+                                      first=target)
+            yield Token(strip_markers(answer.text))
+            yield Final(replace(answer, seconds=time.perf_counter() - t0))
+            return
         yield Status("writing", "Writing the answer…")
-        prompt = self.generator.format_chat(SYSTEM, user_message(q, passages))
-        filt = MarkerFilter()
-        raw: list[str] = []
-        t_gen = time.perf_counter()
-        with self.generator.stream(prompt, stop=stop) as pieces:
-            for piece in pieces:
-                raw.append(piece)
-                out = filt.feed(piece)
-                if out:
-                    yield Token(out)
-            stats = pieces.stats
-        tail = filt.flush()
-        if tail:
-            yield Token(tail)
-        answer = self._finish(q, "".join(raw), passages, hits, papers, notice)
+        prompt = self.generator.format_chat(SYSTEM, user_message(q_model, passages))
+        raw_text, shown, stats, t_gen = "", "", None, time.perf_counter()
+        for out, raw_text, stats in self.generate(prompt, stop):
+            if out:
+                shown += out
+                yield Token(out)
+        assert stats is not None
+        answer = self._finish(q, raw_text, passages, hits, papers, notice)
         yield Final(replace(answer, seconds=time.perf_counter() - t0,
                             first_token_seconds=None if stats.first_token_seconds is None
                             else t_gen - t0 + stats.first_token_seconds,
@@ -173,6 +204,45 @@ class Assistant:
         q = f"Compare {left} and {right}"
         yield from cmp.stream_comparison(self, q, cmp.Request(left, right), history, stop,
                                          time.perf_counter())
+
+    def generate(self, prompt: str, stop: threading.Event | None
+                  ) -> Iterator[tuple[str, str, GenerationStats]]:
+        """(new plain text, raw text so far, stats): markers filtered out of the stream, and
+        the stream cut after MAX_SENTENCES sentences, so what is shown is what is kept."""
+        filt = MarkerFilter()
+        raw, shown = "", ""
+        with self.generator.stream(prompt, stop=stop) as pieces:
+            for piece in pieces:
+                raw += piece
+                out = filt.feed(piece)
+                spans = sentence_spans(shown + out)
+                if len(spans) > MAX_SENTENCES:  # short answers: stop after three sentences
+                    out = (shown + out)[: spans[MAX_SENTENCES - 1][1]][len(shown):]
+                    yield out, shown + out, pieces.stats
+                    return
+                if out:
+                    shown += out
+                    yield out, raw, pieces.stats
+            stats = pieces.stats
+        tail = filt.flush()
+        yield tail, raw, stats
+
+    def _find(self, q: str, kind: str, hits: list[Hit], named: list[str],
+              context: tuple[str, ...], notice: str, t0: float) -> Iterator[Event]:
+        """Answer 'which paper(s) ...?' from the index: the papers and their matching
+        sentences, with no model call."""
+        papers = self.retriever.papers
+        wide = self.retriever.search(q, k=10, group=True) if kind == "many" else []
+        order = _distinct_papers(hits + wide, papers)
+        ranked = extract.paper_scores(order, q, self.sentences)
+        chosen = extract.choose(order, ranked, kind, list(context) + named)
+        text, citations, sentences = extract.compose(q, chosen, self.sentences)
+        yield Token(strip_markers(text))
+        yield Final(Answer(question=q, text=text, citations=citations, hits=tuple(hits),
+                           abstained=False, sentences=sentences,
+                           closest=tuple(p.id for p in order[:3]), notice=notice,
+                           seconds=time.perf_counter() - t0,
+                           first_token_seconds=time.perf_counter() - t0))
 
     def retrieve(self, q: str, history: Sequence[Turn] = ()
                  ) -> tuple[list[Hit], tuple[str, ...], list[str]]:
@@ -203,6 +273,13 @@ class Assistant:
         a = self.settings.answer
         closest = tuple(p.paper_id for p in passages[:3])
         plain = strip_markers(raw).strip()
+        marked = [passages[n - 1].paper_id for n in markers_in(raw) if 0 < n <= len(passages)]
+        if not plain and marked:  # a bare "[1]": the model pointed at a paper, say which
+            chosen = [papers[i] for i in dict.fromkeys(marked)][:3]
+            text, citations, sentences = extract.compose(q, chosen, self.sentences)
+            return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
+                          abstained=False, sentences=sentences, closest=closest,
+                          notice=notice)
         first = plain.split(".")[0]
         if not plain or _NOT_STATED.search(first) or NOT_STATED.lower() in plain.lower():
             return self._not_stated(q, passages, papers, hits, closest, notice, "not-stated")
@@ -215,11 +292,11 @@ class Assistant:
 
     def _not_stated(self, q: str, passages: list[Passage], papers: dict[str, Paper],
                     hits: list[Hit], closest: tuple[str, ...], notice: str,
-                    reason: str) -> Answer:
-        if not passages:
+                    reason: str, first: str | None = None) -> Answer:
+        if not passages and first is None:
             return Answer(question=q, text=NOT_STATED, citations=(), hits=tuple(hits),
                           abstained=True, reason=reason, closest=closest, notice=notice)
-        top = papers[passages[0].paper_id]
+        top = papers[first or passages[0].paper_id]
         cite = looked_here(top, q, self.sentences)
         text = f"The abstract of {top.label} ({top.id}) does not state this [1]."
         if reason == "unsupported":

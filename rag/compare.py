@@ -280,29 +280,19 @@ def stream_comparison(a: Assistant, q: str, request: Request, history: Sequence[
     passages = [_passage(n, p, comp, side) for n, p, side in ((1, left, "l"), (2, right, "r"))]
     yield Status("writing", "Writing a short synthesis…")
     prompt = a.generator.format_chat(COMPARE_SYSTEM, user_message(q, passages))
-    raw: list[str] = []
-    t_gen = time.perf_counter()
-    from rag.assistant import MarkerFilter
-
-    filt = MarkerFilter()
-    with a.generator.stream(prompt, stop=stop) as pieces:
-        for piece in pieces:
-            raw.append(piece)
-            out = filt.feed(piece)
-            if out:
-                yield Token(out)
-        stats = pieces.stats
-    tail = filt.flush()
-    if tail:
-        yield Token(tail)
+    raw, stats, t_gen = "", None, time.perf_counter()
+    for out, raw, stats in a.generate(prompt, stop):
+        if out:
+            yield Token(out)
+    assert stats is not None
     papers = {left.id: left, right.id: right}
-    text, cites, sents = attach("".join(raw), passages, papers, a.sentences,
+    text, cites, sents = attach(raw, passages, papers, a.sentences,
                                 a.settings.answer.support_threshold,
                                 a.settings.answer.unsupported == "drop",
                                 fixed={left.id: 1, right.id: 2})
     cells = tuple(c.citation for row in comp.rows for c in (row.left, row.right) if c.citation)
     first = stats.first_token_seconds
-    yield Final(Answer(question=q, text=text or strip_markers("".join(raw)).strip(),
+    yield Final(Answer(question=q, text=text or strip_markers(raw).strip(),
                        citations=cells + cites, hits=(), abstained=False, sentences=sents,
                        closest=(left.id, right.id), notice=notice, comparison=comp,
                        seconds=time.perf_counter() - t0,

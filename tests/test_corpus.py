@@ -95,13 +95,14 @@ def test_empty_file_is_refused(tmp_path):
 
 
 def test_header_without_abstracts_is_refused(tmp_path):
-    d = _write(tmp_path, "009_head.txt", "ICML 2026 Papers\n\n".encode())
+    d = _write(tmp_path, "009_head.txt", b"ICML 2026 Papers\n\n")
     with pytest.raises(CorpusError, match="no abstracts"):
         load_corpus(d)
 
 
 def test_duplicate_and_stray_paragraphs_are_skipped_with_warnings(tmp_path):
-    text = f"ICML 2026 Papers\n\n{ABSTRACT}\n\nOops.\n\n{ABSTRACT}\n\n{ABSTRACT.replace('TestNet', 'OtherNet')}\n"
+    other = ABSTRACT.replace("TestNet", "OtherNet")
+    text = f"ICML 2026 Papers\n\n{ABSTRACT}\n\nOops.\n\n{ABSTRACT}\n\n{other}\n"
     d = _write(tmp_path, "012_dups.txt", text.encode())
     papers, warnings = load_file(d / "012_dups.txt")
     assert [p.id for p in papers] == ["012-01", "012-02"]

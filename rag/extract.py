@@ -1,0 +1,99 @@
+"""Extractive answers: "which paper(s) ...?" is answered by retrieval itself.
+
+A paper-finding question needs the matching papers and the sentence of each that matches,
+not prose: composing that from the index is instant, exact and always grounded, while a
+0.5B model mostly replies with a bare "[1]" to it. The same composer turns such a bare
+marker reply into an answer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import numpy as np
+
+from rag.cite import SentenceIndex
+from rag.retrieve import tokenize
+from rag.types import AnswerSentence, Citation, Paper
+
+_FINDING = re.compile(
+    r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?|methods?)\b"
+    r"(?!\s+(?:does|do|did|is|are)\b)|"
+    r"\b(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:other\s+)?(?P<n2>papers?|works?|stud(?:y|ies))\b|"
+    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b",
+    re.IGNORECASE)
+
+
+def finding_kind(question: str) -> Literal["one", "many"] | None:
+    """'one' for 'which paper ...', 'many' for 'which papers ...', None otherwise."""
+    m = _FINDING.search(question)
+    if not m:
+        return None
+    noun = next(g for g in m.groups() if g)
+    return "many" if noun.lower().endswith(("s", "ies")) and not noun.lower().endswith(
+        "ss") else "one"
+
+
+def ranked_sentences(paper: Paper, question: str, qvec: np.ndarray,
+                     index: SentenceIndex) -> list[tuple[int, int, float]]:
+    """The paper's sentences as (start, end, score) against the question, best first."""
+    spans, vecs = index.get(paper)
+    words = set(tokenize(question))
+    out = []
+    for (s, e), sim in zip(spans, vecs @ qvec, strict=True):
+        lexical = len(words & set(tokenize(paper.clean[s:e]))) / len(words) if words else 0.0
+        out.append((s, e, 0.6 * float(sim) + 0.4 * lexical))
+    return sorted(out, key=lambda x: -x[2]) or [(0, len(paper.clean), 0.0)]
+
+
+def best_sentence(paper: Paper, question: str, qvec: np.ndarray,
+                  index: SentenceIndex) -> tuple[int, int, float]:
+    """(start, end, score) of the paper's sentence that best matches the question."""
+    return ranked_sentences(paper, question, qvec, index)[0]
+
+
+def paper_scores(papers: list[Paper], question: str, index: SentenceIndex
+                 ) -> list[tuple[Paper, float]]:
+    """Each paper with the score of its best matching sentence, best first."""
+    qvec = index.embedder.embed_one(question)
+    scored = [(p, best_sentence(p, question, qvec, index)[2]) for p in papers]
+    return sorted(scored, key=lambda x: -x[1])
+
+
+def compose(question: str, papers: list[Paper], index: SentenceIndex
+            ) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
+    """'Label (id): matching sentence [n]' for each paper, numbered in the given order."""
+    qvec = index.embedder.embed_one(question)
+    parts: list[str] = []
+    citations: list[Citation] = []
+    sentences: list[AnswerSentence] = []
+    per_paper = 2 if len(papers) == 1 else 1  # one paper: its two best sentences
+    for n, p in enumerate(papers, start=1):
+        picks = sorted(ranked_sentences(p, question, qvec, index)[:per_paper])
+        quote = " ".join(p.clean[s:e] for s, e, _ in picks)
+        line = f"{p.label} ({p.id}): {quote}"
+        for s, e, score in picks:
+            citations.append(Citation(n, p.id, p.label, f"{p.id}#0", p.clean[s:e], s, e,
+                                      True, round(score, 3)))
+        sentences.append(AnswerSentence(line, (n,), True))
+        parts.append(f"{line} [{n}]")
+    sep = "\n" if len(papers) > 1 else ""
+    lead = "These papers match:\n" if len(papers) > 1 else ""
+    return lead + sep.join(("- " + x if len(papers) > 1 else x) for x in parts), \
+        tuple(citations), tuple(sentences)
+
+
+def choose(order: list[Paper], ranked: list[tuple[Paper, float]], kind: str, named: list[str],
+           floor: float = 0.3, spread: float = 0.2, most: int = 5) -> list[Paper]:
+    """Papers to list: for 'one' the retrieval winner (a named paper first); for 'many',
+    named papers and those whose best sentence scores close to the best one's."""
+    if not order:
+        return []
+    by_id = {p.id: p for p in order}
+    first = [by_id[i] for i in named if i in by_id]
+    if kind == "one":
+        return first[:1] or order[:1]
+    top = ranked[0][1] if ranked else 0.0
+    keep = [p for p, sc in ranked if sc >= max(floor, top - spread)]
+    return list(dict.fromkeys(first + keep))[:most] or order[:1]

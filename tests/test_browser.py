@@ -1,0 +1,110 @@
+"""End to end in headless Chromium: the real app, the real assistant, the real models.
+
+The index is the whole seed corpus ingested into a private temp folder (conftest `settings`),
+the generator is the configured preset; one answer takes ~20-30 s on 2 CPU cores, so waits
+are generous. Screenshots go to test-artifacts/; the README screenshot to docs/screenshot.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.ui_browser import ARTIFACTS, CHROMIUM, ROOT, ask, chromium_page, served, shot
+
+pytestmark = [pytest.mark.browser, pytest.mark.model]
+pytest.importorskip("playwright.sync_api")
+
+ANSWER_MS = 180_000  # model load on first use + prefill + 96 new tokens, with headroom
+LOOKUP = "What does SSL4RL use as a reward signal?"
+COMPARE = "Compare SSL4RL and TaRO"
+
+
+@pytest.fixture(scope="module")
+def page(settings: Any) -> Iterator[Any]:
+    """The served app (real Assistant from the isolated settings) in one browser page."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed")
+    from rag.assistant import Assistant
+    from ui.app import create_app
+
+    app = create_app(Assistant.from_settings(settings), settings)
+    with served(app, settings) as url, chromium_page(1280, 900) as p:
+        errors: list[str] = []
+        p.on("pageerror", lambda e: errors.append(str(e)))
+        p.goto(url)
+        p.wait_for_selector("#chat")
+        p.page_errors = errors  # type: ignore[attr-defined]
+        yield p
+
+
+def wait_done(page: Any, status: str = "#status") -> None:
+    page.wait_for_selector(f"{status} .status-done", timeout=ANSWER_MS)
+
+
+def test_lookup_answer_cites_ssl4rl_and_exports(page: Any, tmp_path: Any) -> None:
+    ask(page, LOOKUP)
+    page.wait_for_selector("#sources .retrieved", timeout=30_000)
+    assert page.locator("#status .status-done").count() == 0  # sources came before the answer
+    assert "000-01" in page.locator("#sources").inner_text()
+    shot(page, "real-1-sources-before-answer.png")
+    wait_done(page)
+
+    links = page.locator("#chat a.cite")
+    assert links.count() >= 1, page.locator("#chat").inner_text()
+    targets = {}
+    for i in range(links.count()):
+        href = links.nth(i).get_attribute("href")
+        assert href and href.startswith("#src-1-")
+        card = page.locator(f"#sources {href}")
+        assert card.count() == 1, f"{href} does not resolve in the sources panel"
+        targets[href] = card.get_attribute("data-paper")
+    assert "000-01" in targets.values(), targets
+    href = next(h for h, pid in targets.items() if pid == "000-01")
+    assert page.locator(f"#sources {href} mark").count() >= 1  # the supporting sentence
+    page.locator(f"#chat a.cite[href='{href}']").first.click()
+    page.wait_for_selector(f"{href}.flash", timeout=5_000)
+    page.wait_for_timeout(1800)  # let the flash fade before the README screenshot
+    shot(page, "real-2-answer.png")
+    docs = ROOT / "docs"
+    docs.mkdir(exist_ok=True)
+    shutil.copyfile(ARTIFACTS / "real-2-answer.png", docs / "screenshot.png")
+
+    with page.expect_download(timeout=30_000) as dl:
+        page.locator("#export-chat").click()
+    path = tmp_path / "conversation.md"
+    dl.value.save_as(path)
+    shutil.copyfile(path, ARTIFACTS / "real-conversation.md")
+    text = path.read_text(encoding="utf-8")
+    assert LOOKUP in text and "000-01" in text
+    assert page.page_errors == []  # type: ignore[attr-defined]
+
+
+def test_chat_comparison_table_has_both_papers(page: Any) -> None:
+    ask(page, COMPARE)
+    table = page.locator("#chat .compare-table").last
+    table.wait_for(timeout=60_000)  # the table comes before the synthesis
+    heads = table.locator("thead").inner_text()
+    assert "000-01" in heads and "003-14" in heads
+    assert [t.strip() for t in table.locator("tbody th").all_inner_texts()] == [
+        "Problem", "Approach", "Evaluation", "Key results", "Code"]
+    wait_done(page)
+    panel = page.locator("#sources").inner_text()
+    assert "000-01" in panel and "003-14" in panel
+    for href in page.locator("#chat .compare-table").last.locator("a.cite").evaluate_all(
+            "els => els.map(e => e.getAttribute('href'))"):
+        assert page.locator(f"#sources {href}").count() == 1
+    shot(page, "real-3-comparison.png")
+
+
+def test_stop_button_ends_generation(page: Any) -> None:
+    ask(page, "How does TaRO use reinforcement learning for tables?")
+    page.wait_for_selector("#status .status-writing", timeout=60_000)
+    page.locator("#stop").click()
+    page.wait_for_selector("#status .status-stopped", timeout=30_000)
+    shot(page, "real-4-stopped.png")
+    assert page.locator("#send").is_enabled()

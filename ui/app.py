@@ -1,0 +1,269 @@
+"""The browser front end: `create_app(assistant, settings)` builds the Blocks, `serve` launches.
+
+Gradio is imported only in ui/ (here and the tab modules). Callbacks keep no state of their
+own: each browser session has a `ChatSession` and a `CompareSession` in gr.State, and each
+request gets its own stop Event, stream and worker thread (see ui/session.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from rag.config import Settings, UISettings, offline_environment
+
+offline_environment()  # GRADIO_ANALYTICS_ENABLED=False etc. must be set before gradio loads
+
+import gradio as gr  # noqa: E402
+
+from rag.types import Answer, Comparison, Paper, Sources  # noqa: E402
+from ui import render  # noqa: E402
+from ui.assets import CSS, HEAD  # noqa: E402
+from ui.compare_tab import build_compare_tab  # noqa: E402
+from ui.papers_tab import build_papers_tab  # noqa: E402
+from ui.session import ChatSession, export_conversation, paper_lookup, pump  # noqa: E402
+
+if TYPE_CHECKING:
+    from rag.assistant import Assistant
+
+log = logging.getLogger(__name__)
+
+TITLE = "ICML 2026 abstracts assistant"
+EXAMPLES = [
+    "What does SSL4RL use as a reward signal?",
+    "Which papers study unlearning or privacy leakage in LLMs?",
+    "Compare SSL4RL and TaRO",
+    "What problem does DefensiveKV address?",
+]
+PLACEHOLDER = (f"### {TITLE}\nAsk about the ICML 2026 papers in the collection. Answers come "
+               "only from the abstracts, and every claim links to the sentence behind it.")
+
+
+def _outputs(chat: Any = None, status: Any = None, sources: Any = None, export: Any = None,
+             send: Any = None, stop: Any = None) -> tuple[Any, ...]:
+    """One value per chat output, gr.skip() where nothing changes (less to stream)."""
+    return tuple(gr.skip() if v is None else v for v in (chat, status, sources, export, send,
+                                                         stop))
+
+
+def _finish(**values: Any) -> tuple[Any, ...]:
+    """The last update of a request: re-enable Send, disable Stop."""
+    return _outputs(**values, send=gr.Button(interactive=True), stop=gr.Button(interactive=False))
+
+
+def chat_respond(assistant: Assistant, session: ChatSession) -> Iterator[tuple[Any, ...]]:
+    """Stream one answer into the session's last message; the generator behind Send."""
+    question, stop, epoch = session.pending, session.stop, session.epoch
+    if not question:  # a second trigger (Send while busy, empty box): nothing to do
+        yield _outputs()
+        return
+    session.pending = ""
+    messages = session.messages
+    idx = len(messages) - 1
+    if stop.is_set():  # Stop pressed while waiting in the queue: never start the model
+        messages[idx] = _bot(render.streaming_html("", "(stopped before it started)"))
+        session.busy = False
+        yield _finish(chat=messages, status=render.status_html("stopped", None, "Stopped"))
+        return
+    scope = str(len(session.answers) + 1)
+    history = session.turns()
+    known: dict[str, Paper] = {}
+    retrieved: Sources | None = None
+    comparison: Comparison | None = None
+
+    def halted(hint: str) -> Any:  # the panel once no answer will come
+        return (render.retrieved_html(retrieved.hits, retrieved.papers, hint)
+                if retrieved is not None and retrieved.hits else None)
+
+    run = pump(lambda: assistant.stream(question, history, stop), stop)
+    try:
+        for pr in run:
+            if session.epoch != epoch:  # "New conversation" was pressed meanwhile
+                yield _finish()
+                return
+            if pr.kind in ("tick", "status"):
+                yield _outputs(status=render.status_html(pr.stage, pr.elapsed))
+            elif pr.kind == "sources" and pr.sources is not None:
+                known = {p.id: p for p in pr.sources.papers}
+                retrieved = pr.sources
+                yield _outputs(status=render.status_html(pr.stage, pr.elapsed),
+                               sources=render.retrieved_html(pr.sources.hits,
+                                                             pr.sources.papers))
+            elif pr.kind == "compared" and pr.comparison is not None:
+                comparison = pr.comparison
+                messages[idx] = _bot(render.comparison_streaming_html(comparison, scope))
+                yield _outputs(chat=messages,
+                               sources=render.comparison_sources_html(comparison, question,
+                                                                      scope))
+            elif pr.kind == "token":
+                bubble = (render.comparison_streaming_html(comparison, scope, pr.text)
+                          if comparison is not None else render.streaming_html(pr.text))
+                messages[idx] = _bot(bubble)
+                yield _outputs(chat=messages,
+                               status=render.status_html("writing", pr.elapsed))
+            elif pr.kind == "final" and pr.answer is not None:
+                answer = pr.answer
+                session.answers.append(answer)
+                papers = paper_lookup(assistant, known, answer)
+                messages[idx] = _bot(render.answer_html(answer, scope, papers))
+                status = render.done_status_html(answer)
+                if stop.is_set():
+                    status = render.status_html("stopped", None, "Stopped; partial answer kept")
+                yield _finish(chat=messages, status=status,
+                              sources=render.sources_html(answer, papers, scope),
+                              export=_export_button(assistant, session.answers))
+                return
+            elif pr.kind == "stopped":
+                messages[idx] = _bot(
+                    render.comparison_streaming_html(comparison, scope, pr.text, "(stopped)")
+                    if comparison is not None else render.streaming_html(pr.text, "(stopped)"))
+                yield _finish(chat=messages, status=render.status_html("stopped", None, "Stopped"),
+                              sources=halted("Stopped before the answer was finished."))
+                return
+            elif pr.kind == "error":
+                messages[idx] = _bot(render.error_html(pr.error))
+                yield _finish(chat=messages, status=render.status_html("error", None, "Failed"),
+                              sources=halted("No answer: see the message in the chat."))
+                return
+        yield _finish()
+    finally:
+        if session.epoch == epoch:  # after a clear, a newer request may own the flag
+            session.busy = False
+        run.wait()  # a stopped model may still be in its prefill: keep the queue slot till then
+
+
+def _bot(content: str) -> dict[str, str]:
+    return {"role": "assistant", "content": content}
+
+
+def _export_button(assistant: Assistant, answers: list[Answer]) -> Any:
+    """The download, ready before the click (a DownloadButton serves its current value)."""
+    try:
+        papers = {p.id: p for p in assistant.papers()}
+        path = export_conversation(answers, papers)
+    except Exception:  # the export is a convenience; never let it break the answer
+        log.exception("conversation export failed")
+        return gr.DownloadButton(interactive=False)
+    return gr.DownloadButton(value=str(path), interactive=True)
+
+
+def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
+    session = gr.State(lambda: ChatSession())  # a factory: one fresh session per browser
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            chatbot = gr.Chatbot(
+                elem_id="chat", height=600, placeholder=PLACEHOLDER,
+                examples=[{"text": q} for q in EXAMPLES], latex_delimiters=[],
+                feedback_options=None, group_consecutive_messages=False, buttons=["copy"],
+                show_label=False)
+            status = gr.HTML(render.status_html(""), elem_id="status")
+            with gr.Row():
+                box = gr.Textbox(placeholder="Ask about the ICML 2026 papers…", show_label=False,
+                                 scale=6, elem_id="question", autofocus=True, max_length=4000)
+                send = gr.Button("Send", variant="primary", scale=1, min_width=80,
+                                 elem_id="send")
+                stop = gr.Button("Stop", variant="stop", scale=1, min_width=80,
+                                 interactive=False, elem_id="stop")
+            with gr.Row():
+                export = gr.DownloadButton("Export conversation (Markdown)", size="sm",
+                                           interactive=False, elem_id="export-chat")
+                clear = gr.Button("New conversation", size="sm", elem_id="clear")
+        with gr.Column(scale=2):
+            sources = gr.HTML(render.empty_sources_html(), elem_id="sources")
+
+    def submit(question: str, s: ChatSession) -> tuple[Any, ...]:
+        q = (question or "").strip()
+        if not q:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        if s.busy:
+            gr.Warning("Wait for the current answer, or press Stop.")
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        s.start(q)
+        s.messages.append({"role": "user", "content": render.user_html(q)})
+        s.messages.append(_bot(render.streaming_html("")))
+        return ("", s.messages, render.status_html("waiting", None, "Waiting for a free slot"),
+                gr.Button(interactive=False), gr.Button(interactive=True))
+
+    def respond(s: ChatSession) -> Iterator[tuple[Any, ...]]:
+        yield from chat_respond(assistant, s)
+
+    def stop_now(s: ChatSession) -> Any:
+        s.stop.set()
+        return render.status_html("stopping", None, "Stopping")
+
+    def clear_all(s: ChatSession) -> tuple[Any, ...]:
+        s.clear()
+        return ([], render.status_html(""), render.empty_sources_html(),
+                gr.DownloadButton(value=None, interactive=False))
+
+    def example(evt: gr.SelectData) -> str:
+        value = evt.value
+        return str(value.get("text", "")) if isinstance(value, dict) else str(value)
+
+    outs = [chatbot, status, sources, export, send, stop]
+    pre = dict(fn=submit, inputs=[box, session], outputs=[box, chatbot, status, send, stop],
+               queue=False, api_visibility="private")
+    run = dict(fn=respond, inputs=[session], outputs=outs, show_progress="full",
+               show_progress_on=[status], api_visibility="private")
+    box.submit(**pre).then(**run)
+    send.click(**pre).then(**run)
+    chatbot.example_select(example, None, box, queue=False).then(**pre).then(**run)
+    stop.click(stop_now, [session], [status], queue=False, api_visibility="private")
+    clear.click(clear_all, [session], [chatbot, status, sources, export], queue=False,
+                api_visibility="private")
+    chatbot.clear(clear_all, [session], [chatbot, status, sources, export], queue=False,
+                  api_visibility="private")
+    return {"box": box, "chatbot": chatbot, "session": session}
+
+
+def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blocks:
+    """The whole UI, queued per settings.ui; serving is separate (see `serve`)."""
+    ui = settings.ui if settings is not None else UISettings()
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+        gr.HTML(f'<div class="app-head"><b>{TITLE}</b> <span>answers drawn only from the '
+                "paper abstracts, each claim linked to its sentence</span></div>")
+        with gr.Tabs() as tabs:
+            with gr.Tab("Chat", id="chat"):
+                chat = build_chat_tab(assistant)
+            with gr.Tab("Compare", id="compare"):
+                compare = build_compare_tab(assistant)
+            with gr.Tab("Papers", id="papers"):
+                build_papers_tab(assistant, tabs, chat["box"], compare["left"],
+                                 compare["right"], demo)
+    demo.queue(default_concurrency_limit=ui.concurrency_limit, max_size=ui.max_queue)
+    return demo
+
+
+def launch_kwargs(ui: UISettings) -> dict[str, Any]:
+    auth = (ui.auth_user, ui.auth_password) if ui.auth_user else None
+    return dict(server_name=ui.host, server_port=ui.port, auth=auth, css=CSS, head=HEAD,
+                show_error=False, ssr_mode=False, pwa=False, mcp_server=False,
+                footer_links=[], favicon_path=None)
+
+
+def serve(app: gr.Blocks, settings: Settings, **overrides: Any) -> Any:
+    """Launch on settings.ui host/port/auth; `overrides` (tests: port, prevent_thread_lock)."""
+    kwargs = launch_kwargs(settings.ui)
+    kwargs.update(overrides)
+    return app.launch(**kwargs)
+
+
+def main(settings: Settings | None = None) -> None:
+    """`rag serve`: build the assistant (models load on first question) and serve the UI."""
+    from rag.assistant import Assistant
+    from rag.config import load_settings
+
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    settings = settings or load_settings()
+    assistant = Assistant.from_settings(settings)
+    app = create_app(assistant, settings)
+    url = f"http://{settings.ui.host}:{settings.ui.port}"
+    log.info("serving on %s (concurrency %d, queue %d)", url, settings.ui.concurrency_limit,
+             settings.ui.max_queue)
+    serve(app, settings)
+
+
+if __name__ == "__main__":
+    main()

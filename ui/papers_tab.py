@@ -1,0 +1,78 @@
+"""The Papers tab: every paper, filterable; ask about one or pick it for a comparison."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from rag.errors import RagError
+from ui import render
+
+if TYPE_CHECKING:
+    from rag.assistant import Assistant
+
+HEADERS = ["id", "label", "first sentence"]
+
+
+def build_papers_tab(assistant: Assistant, tabs: gr.Tabs, question_box: gr.Textbox,
+                     left: gr.Dropdown, right: gr.Dropdown, demo: gr.Blocks) -> None:
+    with gr.Row():
+        query = gr.Textbox(label="Filter", placeholder="words in the id, name or abstract",
+                           scale=4, elem_id="paper-filter")
+        count = gr.Markdown("", elem_id="paper-count")
+    table = gr.Dataframe(headers=HEADERS, datatype=["str", "str", "str"], interactive=False,
+                         wrap=True, column_widths=["90px", "200px", "auto"], max_height=420,
+                         elem_id="papers-table")
+    selected = gr.State("")
+    detail = gr.HTML('<p class="hint">Select a paper to see its abstract.</p>',
+                     elem_id="paper-detail")
+    with gr.Row():
+        ask = gr.Button("Ask about it", interactive=False, elem_id="paper-ask")
+        as_left = gr.Button("Compare: first paper", interactive=False, elem_id="paper-left")
+        as_right = gr.Button("Compare: second paper", interactive=False, elem_id="paper-right")
+
+    def rows(q: str) -> tuple[Any, str]:
+        try:
+            papers = assistant.papers()
+        except RagError as e:
+            return [], f"⚠ {e}"
+        found = render.paper_rows(papers, q or "")
+        return found, f"{len(found)} of {len(papers)} papers"
+
+    def load() -> tuple[Any, ...]:
+        found, text = rows("")
+        try:
+            choices = render.paper_choices(assistant.papers())
+        except RagError:
+            choices = []
+        return found, text, gr.Dropdown(choices=choices), gr.Dropdown(choices=choices)
+
+    def pick(evt: gr.SelectData) -> tuple[Any, ...]:
+        row = evt.row_value or []
+        pid = str(row[0]) if row else ""
+        p = assistant.paper(pid) if pid else None
+        if p is None:
+            return "", '<p class="hint">Select a paper to see its abstract.</p>', *(
+                gr.Button(interactive=False),) * 3
+        return (pid, f'<div class="sources">{render.paper_card_html(p)}</div>',
+                *(gr.Button(interactive=True),) * 3)
+
+    def ask_about(pid: str) -> tuple[Any, ...]:
+        p = assistant.paper(pid) if pid else None
+        if p is None:
+            return gr.skip(), gr.skip()
+        return gr.Tabs(selected="chat"), render.ask_about(p)
+
+    def pick_for(pid: str) -> tuple[Any, ...]:
+        if not pid:
+            return gr.skip(), gr.skip()
+        return gr.Tabs(selected="compare"), gr.Dropdown(value=pid)
+
+    demo.load(load, None, [table, count, left, right], api_visibility="private")
+    query.change(rows, [query], [table, count], queue=False, api_visibility="private")
+    table.select(pick, None, [selected, detail, ask, as_left, as_right], queue=False,
+                 api_visibility="private")
+    ask.click(ask_about, [selected], [tabs, question_box], queue=False, api_visibility="private")
+    as_left.click(pick_for, [selected], [tabs, left], queue=False, api_visibility="private")
+    as_right.click(pick_for, [selected], [tabs, right], queue=False, api_visibility="private")

@@ -1,0 +1,232 @@
+"""Per-browser-session state and the stream pump (no gradio: tested with a fake assistant).
+
+`pump` runs one `Assistant.stream` call in its own worker thread and turns its events into
+`Progress` updates, with a tick every second so the status line can count while the model is
+silent (prefill on 2 CPU cores takes seconds). Every call gets its own queue, thread and stop
+Event; nothing is shared between users.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rag.errors import RagError
+from rag.types import (
+    Answer,
+    Compared,
+    Comparison,
+    Event,
+    Final,
+    Paper,
+    Sources,
+    Status,
+    Token,
+    Turn,
+)
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["tick", "status", "sources", "compared", "token", "final", "error", "stopped"]
+_DONE = object()
+STOP_GRACE_SECONDS = 3.0  # after Stop, wait this long for the library's own partial Final
+LINGER_SECONDS = 120.0  # longest a stopped prefill may still hold its queue slot
+
+
+@dataclass(frozen=True)
+class Progress:
+    kind: Kind
+    stage: str
+    elapsed: float  # seconds since the call started
+    text: str = ""  # all tokens so far
+    sources: Sources | None = None
+    comparison: Comparison | None = None  # the table, before the synthesis is written
+    answer: Answer | None = None
+    error: str = ""
+
+
+def user_message(exc: BaseException) -> str:
+    """A one-line message for the chat: the library's own text, never a stack trace."""
+    if isinstance(exc, RagError):
+        return str(exc) or type(exc).__name__
+    return f"Something went wrong ({type(exc).__name__}); the details are in the server log."
+
+
+class Pump:
+    """Progress updates for one stream call (iterate it); stops promptly once `stop` is set.
+
+    The user sees "stopped" within STOP_GRACE_SECONDS even when the model is in the middle of
+    a prefill it cannot interrupt; `wait()` then holds the caller (and so its queue slot) until
+    the model has really finished, so a stopped answer never runs alongside the next one.
+    """
+
+    def __init__(self, events: Callable[[], Iterator[Event]], stop: threading.Event,
+                 tick: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.events, self.stop, self.tick, self.clock = events, stop, tick, clock
+        self.queue: queue.Queue[object] = queue.Queue()
+        self.worker = threading.Thread(target=self._work, name="ui-stream", daemon=True)
+
+    def _work(self) -> None:
+        it = None
+        try:
+            it = self.events()
+            stopped_at = None
+            for ev in it:
+                self.queue.put(ev)
+                if self.stop.is_set():  # read on briefly: the library may send a partial Final
+                    stopped_at = self.clock() if stopped_at is None else stopped_at
+                    if self.clock() - stopped_at > STOP_GRACE_SECONDS:
+                        break
+        except BaseException as e:  # noqa: BLE001 - reported to the user, logged here
+            if not isinstance(e, RagError):
+                log.exception("stream failed")
+            self.queue.put(e)
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+            self.queue.put(_DONE)
+
+    def wait(self, timeout: float | None = LINGER_SECONDS) -> bool:
+        """Block until the stream call has returned (True) or `timeout` seconds passed."""
+        if self.worker.ident is not None:
+            self.worker.join(timeout)
+        return not self.worker.is_alive()
+
+    def __iter__(self) -> Iterator[Progress]:
+        clock, stop, q = self.clock, self.stop, self.queue
+        t0 = clock()
+        self.worker.start()
+        stage, text, deadline = "searching", "", None
+        try:
+            while True:
+                if stop.is_set() and deadline is None:
+                    deadline = clock() + STOP_GRACE_SECONDS
+                timeout = self.tick if deadline is None else max(
+                    0.0, min(self.tick, deadline - clock()))
+                try:
+                    item = q.get(timeout=timeout)
+                except queue.Empty:
+                    if deadline is not None and clock() >= deadline:
+                        yield Progress("stopped", "stopped", clock() - t0, text)
+                        return
+                    yield Progress("tick", stage, clock() - t0, text)
+                    continue
+                now = clock() - t0
+                if item is _DONE:
+                    if stop.is_set():
+                        yield Progress("stopped", "stopped", now, text)
+                    else:
+                        yield Progress("error", "error", now, text,
+                                       error="The assistant ended without an answer.")
+                    return
+                if isinstance(item, BaseException):
+                    yield Progress("error", "error", now, text, error=user_message(item))
+                    return
+                if isinstance(item, Status):
+                    stage = item.stage
+                    yield Progress("status", stage, now, text)
+                elif isinstance(item, Sources):
+                    yield Progress("sources", stage, now, text, sources=item)
+                elif isinstance(item, Compared):
+                    yield Progress("compared", stage, now, text, comparison=item.comparison)
+                elif isinstance(item, Token):
+                    stage = "writing"
+                    text += item.text
+                    if deadline is None:
+                        yield Progress("token", stage, now, text)
+                elif isinstance(item, Final):
+                    yield Progress("final", "done", now, text, answer=item.answer)
+                    return
+        finally:
+            stop.set()  # the browser went away or we are done: let the worker finish early
+
+
+def pump(events: Callable[[], Iterator[Event]], stop: threading.Event, tick: float = 1.0,
+         clock: Callable[[], float] = time.monotonic) -> Pump:
+    return Pump(events, stop, tick, clock)
+
+
+def paper_lookup(assistant: Any, known: Mapping[str, Paper], answer: Answer) -> dict[str, Paper]:
+    """Papers an answer mentions: the retrieved ones, plus any cited or closest not among them."""
+    from ui.render import all_citations
+
+    papers = dict(known)
+    wanted = {c.paper_id for c in all_citations(answer)} | set(answer.closest)
+    for pid in sorted(wanted - set(papers)):
+        p = assistant.paper(pid)
+        if p is not None:
+            papers[pid] = p
+    return papers
+
+
+def turn_of(answer: Answer) -> Turn:
+    """The history item for a finished answer: the papers it cited or compared."""
+    ids = [c.paper_id for c in sorted(answer.citations, key=lambda c: c.marker)]
+    if answer.comparison is not None:
+        ids += [s.paper.id for s in (answer.comparison.left, answer.comparison.right)
+                if s.paper is not None]
+    return Turn(answer.question, answer.text, tuple(dict.fromkeys(ids)))
+
+
+@dataclass
+class ChatSession:
+    """One browser session's conversation; lives in a gr.State, so one per user."""
+
+    answers: list[Answer] = field(default_factory=list)
+    messages: list[dict[str, str]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    pending: str = ""
+    busy: bool = False
+    epoch: int = 0  # bumped by clear(): a running answer of an older epoch is dropped
+
+    def start(self, question: str) -> threading.Event:
+        self.stop = threading.Event()
+        self.pending = question
+        self.busy = True
+        return self.stop
+
+    def turns(self) -> tuple[Turn, ...]:
+        return tuple(turn_of(a) for a in self.answers)
+
+    def clear(self) -> None:
+        self.stop.set()
+        self.epoch += 1
+        self.answers = []
+        self.messages = []
+        self.pending = ""
+        self.busy = False
+
+
+@dataclass
+class CompareSession:
+    stop: threading.Event = field(default_factory=threading.Event)
+    answer: Answer | None = None
+
+
+def write_export(markdown: str, name: str) -> Path:
+    """The Markdown in a fresh temp folder (one per export, so sessions never clash)."""
+    folder = Path(tempfile.mkdtemp(prefix="icml-rag-export-"))
+    path = folder / name
+    path.write_text(markdown, encoding="utf-8")
+    return path
+
+
+def export_conversation(answers: list[Answer], papers: Mapping[str, Paper]) -> Path:
+    from rag.export import conversation_markdown
+
+    return write_export(conversation_markdown(list(answers), dict(papers)),
+                        "icml-rag-conversation.md")
+
+
+def export_comparison(answer: Answer, papers: Mapping[str, Paper]) -> Path:
+    from rag.export import comparison_markdown
+
+    return write_export(comparison_markdown(answer, dict(papers)), "icml-rag-comparison.md")
