@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rag.cite import attach
-from rag.prompt import COMPARE_SYSTEM, Passage, approx_tokens, strip_markers, user_message
+from rag.prompt import COMPARE_SYSTEM, Passage, approx_tokens, user_message
 from rag.types import (
     Answer,
     Cell,
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from rag.assistant import Assistant
 
 NOT_STATED_CELL = "not stated in the abstract"
+UNVERIFIED = ("The model's synthesis could not be verified against the two abstracts, so it is "
+              "not shown; the table above is drawn from them directly.")
 ASPECTS = ("Problem", "Approach", "Evaluation", "Key results", "Code")
 _PRONOUN = re.compile(r"^(?:that|it|this|this one|that one|this paper|that paper|the paper|"
                       r"the (?:previous|last|above|same) (?:one|paper|method)|the former|"
@@ -290,9 +292,11 @@ def stream_comparison(a: Assistant, q: str, request: Request, history: Sequence[
                                 a.settings.answer.support_threshold,
                                 a.settings.answer.unsupported == "drop",
                                 fixed={left.id: 1, right.id: 2})
+    if not any(x.supported for x in sents):  # nothing the abstracts back: keep the table only
+        text, cites, sents = (UNVERIFIED, (), ())
     cells = tuple(c.citation for row in comp.rows for c in (row.left, row.right) if c.citation)
     first = stats.first_token_seconds
-    yield Final(Answer(question=q, text=text or strip_markers(raw).strip(),
+    yield Final(Answer(question=q, text=text,
                        citations=cells + cites, hits=(), abstained=False, sentences=sents,
                        closest=(left.id, right.id), notice=notice, comparison=comp,
                        seconds=time.perf_counter() - t0,

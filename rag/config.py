@@ -65,8 +65,8 @@ class GenerateSettings(BaseModel):
 
 
 class AnswerSettings(BaseModel):
-    context_tokens: int = Field(700, gt=50)  # budget for passages in the prompt
-    max_passages: int = Field(4, gt=0)
+    context_tokens: int = Field(450, gt=50)  # budget for passages in the prompt
+    max_passages: int = Field(3, gt=0)
     max_question_chars: int = Field(2000, gt=10)
     offtopic_threshold: float = 0.40  # best dense cosine below this: decline without the model
     support_threshold: float = 0.45  # answer-sentence support below this: unsupported

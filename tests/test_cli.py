@@ -1,0 +1,71 @@
+"""The CLI end to end: eval rows in the documented shapes, errors as one-line messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def rag(args, data: Path, **kw):
+    env = {**os.environ, "RAG_PATHS__DATA": str(data)}
+    return subprocess.run([sys.executable, "-m", "rag.cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=kw.get("timeout", 600))
+
+
+def test_retrieval_eval_writes_rows_and_prints_metrics(settings, tmp_path):
+    out = tmp_path / "r.jsonl"
+    res = rag(["eval", "eval/questions.jsonl", "--out", str(out), "--retrieval-only"],
+              settings.paths.data)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) >= 40 and {"id", "retrieved"} <= set(rows[0])
+    assert len(rows[0]["retrieved"]) == len(set(rows[0]["retrieved"]))
+    for key in ("recall@1", "recall@5", "mrr"):
+        assert key in res.stdout
+    r5 = float(next(x for x in res.stdout.splitlines() if "recall@5" in x).split()[-1][:-1])
+    assert r5 >= 95.0
+
+
+@pytest.mark.model
+def test_answer_eval_rows(settings, tmp_path):
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "a", "question": "What speedup does SVOO achieve?", "gold": ["003-03"],
+         "keywords": [["1.93"]]},
+        {"id": "b", "question": "What is the capital of France?", "gold": [],
+         "answerable": False},
+        {"id": "c", "question": "What speedup does it achieve?", "gold": ["003-03"],
+         "keywords": [["1.93"]], "history": [["What is SVOO?", "SVOO is a sparse attention "
+                                              "framework for video generation [1]."]]},
+    ]) + "\n")
+    out = tmp_path / "a.jsonl"
+    res = rag(["eval", str(qs), "--out", str(out)], settings.paths.data)
+    assert res.returncode == 0, res.stderr
+    rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    keys = {"id", "answer", "citations", "retrieved", "abstained", "seconds",
+            "first_token_seconds"}
+    assert all(keys <= set(r) for r in rows.values())
+    assert rows["b"]["abstained"] and not rows["a"]["abstained"]
+    assert {"paper_id", "label", "quote", "supported"} == set(rows["a"]["citations"][0])
+    assert "003-03" in {c["paper_id"] for c in rows["c"]["citations"]}
+    assert "answer_accuracy" in res.stdout and "abstention_accuracy" in res.stdout
+
+
+def test_missing_question_file_is_one_line(settings):
+    res = rag(["eval", "nope.jsonl"], settings.paths.data)
+    assert res.returncode == 2 and res.stderr.strip() == "error: nope.jsonl: no such question file"
+
+
+def test_compare_cli_markdown(settings, tmp_path):
+    md = tmp_path / "c.md"
+    res = rag(["compare", "000-01", "BEXA", "--markdown", str(md)], settings.paths.data)
+    assert res.returncode == 0, res.stderr
+    text = md.read_text()
+    assert "000-01" in text and "003-01" in text and "## References" in text

@@ -1,0 +1,101 @@
+"""Comparison with the real pipeline: both sides resolved, every cell cited to its column."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rag import compare as cmp
+from rag.evaluate import unsupported_numbers
+from rag.export import comparison_markdown
+from rag.types import Compared, Final, Sources, Token, Turn
+
+
+@pytest.mark.parametrize("question,left,right", [
+    ("Compare SSL4RL and TaRO", "SSL4RL", "TaRO"),
+    ("How does BEXA differ from OGPO?", "BEXA", "OGPO"),
+    ("HiMe vs LARA", "HiMe", "LARA"),
+    ("What is the difference between PQL and RFM?", "PQL", "RFM"),
+    ("Compare the attention-based defense against RAG poisoning with PaperGuard",
+     "the attention-based defense against RAG poisoning", "PaperGuard"),
+    ("and how does that compare with BEXA?", "that", "BEXA"),
+])
+def test_requests_are_recognised_without_a_model(question, left, right):
+    assert cmp.parse_request(question) == cmp.Request(left, right)
+
+
+@pytest.mark.parametrize("question", ["What is SSL4RL?", "Which papers use flow policies?",
+                                      "How does BEXA decide when to exit?"])
+def test_ordinary_questions_are_not_comparisons(question):
+    assert cmp.parse_request(question) is None
+
+
+def check_table(comp, left_id, right_id):
+    assert comp.left.paper.id == left_id and comp.right.paper.id == right_id
+    assert [r.aspect for r in comp.rows] == list(cmp.ASPECTS)
+    for row in comp.rows:
+        for cell, side in ((row.left, comp.left), (row.right, comp.right)):
+            if cell.citation is None:
+                assert cell.text == cmp.NOT_STATED_CELL
+                continue
+            assert cell.citation.paper_id == side.paper.id
+            p = side.paper
+            assert p.clean[cell.citation.start:cell.citation.end] == cell.citation.quote
+            assert not unsupported_numbers(cell.text, [p.clean])
+    filled = sum(c.citation is not None for r in comp.rows for c in (r.left, r.right))
+    assert filled >= 6
+
+
+def test_name_vs_name_table_without_the_model(assistant):
+    comp = cmp.compare(assistant, "SSL4RL", "TaRO")
+    check_table(comp, "000-01", "003-14")
+    code = comp.rows[-1]
+    assert code.left.text == "https://github.com/PKU-ML/SSL4RL"
+
+
+def test_description_vs_name(assistant):
+    comp = cmp.compare(assistant, "the attention-based defense against RAG poisoning",
+                       "PaperGuard")
+    check_table(comp, "004-06", "003-06")
+
+
+def test_follow_up_comparison_uses_the_previous_paper(assistant):
+    history = [Turn("What is OGPO?", "OGPO finetunes generative control policies [1].",
+                    ("003-19",))]
+    comp = cmp.compare(assistant, "that", "BEXA", history)
+    check_table(comp, "003-19", "003-01")
+
+
+def test_unknown_ambiguous_and_same_sides(assistant):
+    unknown = cmp.compare(assistant, "SSL4RL", "AlphaFold")
+    assert not unknown.rows and "AlphaFold" in unknown.message and "not find" in unknown.message
+    same = cmp.compare(assistant, "Budgeted EXit Actor", "BEXA")
+    assert not same.rows and "same paper" in same.message and "003-01" in same.message
+    nothing = cmp.compare(assistant, "that", "BEXA", [])
+    assert not nothing.rows
+
+
+@pytest.mark.model
+def test_streamed_comparison_with_synthesis_and_export(assistant):
+    events = list(assistant.stream("Compare SSL4RL and TaRO"))
+    kinds = [type(e) for e in events]
+    assert kinds.index(Sources) < kinds.index(Compared) < kinds.index(Final)
+    table_at = kinds.index(Compared)
+    assert all(k is not Token for k in kinds[:table_at])  # the table comes before the model
+    answer = events[-1].answer
+    assert isinstance(events[-1], Final) and answer.comparison and not answer.abstained
+    check_table(answer.comparison, "000-01", "003-14")
+    for m in map(int, re.findall(r"\[(\d+)\]", answer.text)):
+        assert m in (1, 2)
+    md = comparison_markdown(answer, {p.id: p for p in assistant.papers()})
+    assert "000-01" in md and "003-14" in md and "| Problem |" in md
+    for c in answer.citations:
+        assert c.quote in md
+
+
+def test_unknown_side_in_chat_is_a_clear_message(assistant):
+    events = list(assistant.stream("Compare SSL4RL with AlphaFold"))
+    answer = events[-1].answer
+    assert answer.abstained and answer.reason == "compare-unknown"
+    assert "AlphaFold" in answer.text
