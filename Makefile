@@ -55,6 +55,7 @@ bench: models ingest
 
 lint: install-test
 	$(BIN)/ruff check rag ui tests bench
+	$(BIN)/mypy rag ui
 
 clean:
 	rm -rf $(VENV) data

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from rag.cite import attach
 from rag.prompt import COMPARE_SYSTEM, Passage, approx_tokens, user_message
 from rag.types import (
@@ -225,10 +227,10 @@ def _column(a: Assistant, paper: Paper, marker: int) -> dict[str, Cell]:
     return cells
 
 
-_PROTO_CACHE: dict[int, object] = {}
+_PROTO_CACHE: dict[int, np.ndarray] = {}
 
 
-def _prototypes(a: Assistant) -> object:
+def _prototypes(a: Assistant) -> np.ndarray:
     key = id(a.embedder)
     if key not in _PROTO_CACHE:
         _PROTO_CACHE[key] = a.embedder.embed(list(_PROTOTYPE.values()))

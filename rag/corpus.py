@@ -82,11 +82,11 @@ def read_seed_file(path: Path) -> tuple[str, list[tuple[int, str]]]:
     paragraphs: list[tuple[int, str]] = []
     buf: list[str] = []
     start = 0
-    for i, line in enumerate(lines + [""], start=1):
-        if line.strip():
+    for i, text in enumerate(lines + [""], start=1):
+        if text.strip():
             if not buf:
                 start = i
-            buf.append(line.strip())
+            buf.append(text.strip())
         elif buf:
             paragraphs.append((start, " ".join(buf)))
             buf = []

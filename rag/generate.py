@@ -183,7 +183,7 @@ class Generator:
         def work() -> None:
             try:
                 with self._generate_lock, torch.inference_mode():
-                    model.generate(**kwargs)
+                    model.generate(**kwargs)  # type: ignore[operator]
             except BaseException as e:  # handed to the caller's thread below
                 failure.append(e)
                 streamer.end()

@@ -12,6 +12,7 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class Retriever:
         self._loaded = False
         self._chunks: list[Chunk] = []
         self._papers: dict[str, Paper] = {}
-        self._bm25: object | None = None
+        self._bm25: Any = None
         self._names: dict[str, str] = {}
 
     def refresh(self) -> None:
@@ -138,9 +139,9 @@ class Retriever:
             if len(owners) == 1:
                 found.append((m.start(), owners[0]))
         for name, pid in self._names.items():
-            m = re.search(r"(?<![\w@-])" + re.escape(name) + r"(?![\w@-])", low)
-            if m:
-                found.append((m.start(), pid))
+            hit = re.search(r"(?<![\w@-])" + re.escape(name) + r"(?![\w@-])", low)
+            if hit:
+                found.append((hit.start(), pid))
         return list(dict.fromkeys(pid for _, pid in sorted(found)))
 
     def keyword(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
@@ -148,7 +149,7 @@ class Retriever:
         toks = tokenize(query)
         if not toks or not self._chunks:
             return []
-        scores = np.asarray(self._bm25.get_scores(toks))  # type: ignore[attr-defined]
+        scores = np.asarray(self._bm25.get_scores(toks))
         order = np.argsort(-scores, kind="stable")
         out: list[Scored] = []
         for i in order:

@@ -100,7 +100,7 @@ class Store:
 
     def papers(self) -> list[Paper]:
         """Papers rebuilt from their whole-abstract chunks (ordinal 0), in id order."""
-        out = []
+        out: list[Paper] = []
         for _ids, docs, metas in self._all(include=["documents", "metadatas"],
                                           where={"ordinal": 0}):
             out.extend(_paper(d, m) for d, m in zip(docs, metas, strict=True))
