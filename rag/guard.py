@@ -37,6 +37,9 @@ def missing_detail(question: str, paper: Paper) -> str | None:
     text = paper.clean.lower()
     for pattern, evidence in DETAILS.items():
         m = re.search(r"\b(?:" + pattern + r")\b", q)
-        if m and not any(e in text for e in evidence) and m.group(0) not in text:
+        if not m:
+            continue
+        said = any(re.search(r"(?<!\w)" + re.escape(e.strip()), text) for e in evidence)
+        if not said and not re.search(r"\b" + re.escape(m.group(0)) + r"\b", text):
             return m.group(0)
     return None
