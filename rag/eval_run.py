@@ -105,8 +105,9 @@ def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_on
         if handle:
             handle.close()
     plain = [r for r in rows if cmp.parse_request(r.question) is None]
-    print("\nretrieval (distinct papers):")
-    print(format_table(retrieval_metrics(plain, retrieved)))
+    if plain:
+        print("\nretrieval (distinct papers):")
+        print(format_table(retrieval_metrics(plain, retrieved)))
     if results:
         texts = {p.id: p.clean for p in a.papers()}
         print("\nanswers:")

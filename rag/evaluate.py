@@ -125,8 +125,9 @@ def answer_metrics(rows: list[Row], results: dict[str, dict[str, Any]],
         if out.get("first_token_seconds") is not None:
             firsts.append(out["first_token_seconds"])
         cited = {c["paper_id"] for c in out["citations"] if c.get("supported", True)}
-        bad = unsupported_numbers(out["answer"], [texts[p] for p in cited if p in texts])
-        num_defects += len(bad)
+        if not out["abstained"]:  # a decline makes no claim ("ICML 2026" is not a result)
+            bad = unsupported_numbers(out["answer"], [texts[p] for p in cited if p in texts])
+            num_defects += len(bad)
         if r in answerable:
             ok = (not out["abstained"]) and keyword_hit(out["answer"], r.keywords) and bool(
                 cited & set(r.gold))
