@@ -148,6 +148,12 @@ class Assistant:
             return
         yield Status("searching", "Searching the abstracts…")
         papers = self.retriever.papers
+        if not papers:
+            yield Final(Answer(question=q, text="The index is empty: run `rag ingest` (or "
+                               "`make run`) to index the seed abstracts, then ask again.",
+                               citations=(), hits=(), abstained=True, reason="empty-index",
+                               notice=notice))
+            return
         hits, context, named = self.retrieve(q, history)
         sources = Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
         best = self.retriever.best_similarity(q)
@@ -182,7 +188,8 @@ class Assistant:
             passages = select_passages(hits, papers, a.context_tokens, a.max_passages,
                                        first=tuple(named[:2]), rank=rank)
         yield sources
-        target = (context or tuple(named[:1]) or (passages[0].paper_id,))[0]
+        target = (context or tuple(named[:1]) or tuple(p.paper_id for p in passages[:1])
+                  or ("",))[0]
         detail = missing_detail(q, papers[target]) if target in papers else None
         if detail and (named or context):
             closest = tuple(p.paper_id for p in passages[:3])

@@ -112,3 +112,16 @@ def test_clean_question_and_marker_filter_pure_logic():
     out = "".join(f.feed(p) for p in ["SVOO gives 1", ".93× [", "1", "] speedup", " [2][3]."])
     out += f.flush()
     assert out == strip_markers("SVOO gives 1.93× [1] speedup [2][3].") == "SVOO gives 1.93× speedup."
+
+
+def test_empty_index_says_what_to_do(tmp_path, embedder):
+    from rag.generate import Generator
+    from rag.retrieve import Retriever
+    from rag.store import Store
+    from tests.conftest import make_settings
+
+    s = make_settings(tmp_path / "empty")
+    store = Store(s.store, s.paths.data)
+    a = Assistant(s, store, embedder, Retriever(s.retrieve, store, embedder), Generator(s))
+    _, tokens, answer = run(a, "What is SSL4RL?")
+    assert answer.abstained and answer.reason == "empty-index" and "rag ingest" in answer.text
