@@ -61,17 +61,19 @@ def measure_machine(threads: int) -> dict[str, Any]:
         t = time.perf_counter()
         torch.mm(a, b)
         rates.append(2 * n**3 / (time.perf_counter() - t) / 1e9)
-    x = torch.rand(1 << 28)  # 1 GiB of float32: far beyond any cache
-    x.sum()
     bws = []
-    for _ in range(6):
-        t = time.perf_counter()
+    for _ in range(3):  # fresh allocations: page placement moves the result by up to ~2x here
+        x = torch.rand(1 << 28)  # 1 GiB of float32: far beyond any cache
         x.sum()
-        bws.append(x.numel() * 4 / (time.perf_counter() - t) / 1e9)
-    del x
+        for _ in range(4):
+            t = time.perf_counter()
+            x.sum()
+            bws.append(x.numel() * 4 / (time.perf_counter() - t) / 1e9)
+        del x
     return {"threads": threads, "matmul_gflops": round(median(rates) or 0, 1),
             "matmul_gflops_max": round(max(rates), 1),
-            "bandwidth_gbs": round(median(bws) or 0, 2), "bandwidth_gbs_max": round(max(bws), 2)}
+            "bandwidth_gbs": round(median(bws) or 0, 2), "bandwidth_gbs_min": round(min(bws), 2),
+            "bandwidth_gbs_max": round(max(bws), 2)}
 
 
 def summarize(recs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -245,6 +247,8 @@ def main() -> int:
                     help="wait up to S s for a quiet CPU before starting and before each "
                     "question; a question measured under contention is retried (default 120)")
     ap.add_argument("--out", type=Path, default=BENCH / "results.json")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the other presets already in --out; replace only those run now")
     args = ap.parse_args()
     questions = args.questions or (QUICK if args.quick else FULL)
     variants = args.variants or ("baseline" if args.quick else ALL_VARIANTS)
@@ -258,6 +262,8 @@ def main() -> int:
     res: dict[str, Any] = {"mode": "quick" if args.quick else "full", "questions": questions,
                            "machine": machine, "presets": {}, "targets": TARGETS,
                            "llamacpp_installed": find_spec("llama_cpp") is not None}
+    if args.update and args.out.is_file():
+        res["presets"] = json.loads(args.out.read_text()).get("presets", {})
     for preset in args.presets.split(","):
         print(f"\n== {preset}: transformers ({variants}) ==", flush=True)
         hf = run_child([worker, "hf", "--preset", preset, "--questions", questions,
@@ -278,11 +284,14 @@ def main() -> int:
                                "--wait-idle", str(args.wait_idle)])
             Path(f.name).unlink(missing_ok=True)
         res["presets"][preset] = preset_result(hf, llama, machine)
+        res["presets"][preset].update(machine=machine, questions=questions,
+                                      mode="quick" if args.quick else "full")
         res["presets"][preset]["raw"] = {k: v for k, v in hf.items() if k != "variants"}
         res["presets"][preset]["answers"] = {
             v: [{k: r.get(k) for k in ("id", "answer", "ttft_s", "total_s", "prompt_tokens",
                                        "generated_tokens", "decode_tok_s", "finish")}
                 for r in d["records"]] for v, d in hf["variants"].items()}
+        write_json(args.out, res)  # after each preset: a later failure keeps this one
     res["machine_load"] = {"start": load_start, "end": machine_load()}
     res["contended"] = (load_start["load1"] >= LOAD_LIMIT or load_start["contended"]
                         or res["machine_load"]["end"]["contended"] or any(

@@ -102,7 +102,7 @@ def test_stop_event_ends_generation_early(assistant):
             stop.set()
         if isinstance(ev, Final):
             final = ev.answer
-    assert final.generated_tokens <= 10  # the stop lands within a few decode steps
+    assert final.generated_tokens <= 24  # within a few steps (prompt lookup drafts up to 10)
 
 
 def test_clean_question_and_marker_filter_pure_logic():
