@@ -69,6 +69,7 @@ def ask(a: Any, row: Any, captured: list[Any]) -> dict[str, Any]:
     if captured:
         prompt, st = captured[-1]
         rec.update(prompt=prompt, prompt_tokens=st.prompt_tokens,
+                   cached_prompt_tokens=st.cached_prompt_tokens,
                    generated_tokens=st.generated_tokens, prefill_s=st.first_token_seconds,
                    gen_s=st.seconds, decode_tok_s=st.decode_tokens_per_second,
                    finish=st.finish_reason)
@@ -112,6 +113,9 @@ def run_variant(name: str, a: Any, rows: list[Any], captured: list[Any], texts: 
 
 
 def run_hf(args: argparse.Namespace) -> dict[str, Any]:
+    from rag.config import offline_environment
+
+    offline_environment()  # as the app does, before torch loads
     t = time.perf_counter()
     import torch  # noqa: F401  (imports timed apart from the load itself)
     import transformers  # noqa: F401

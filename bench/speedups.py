@@ -1,26 +1,30 @@
 """Speedup variants applied to a live Assistant from outside rag/, each undoable but int8.
 
-Each variant is a context manager over an Assistant whose Generator is already loaded:
-  lookup    settings.generate.prompt_lookup_num_tokens = N (a setting the library reads)
-  ctxN      settings.answer.context_tokens = N (e.g. ctx450 against a 700 baseline)
-  prefixkv  the fixed chat prefix (system prompt + "Passages:") prefilled once; each call
-            gets a copy of its KV cache, so prefill starts after it
+Every variant but `default` starts from plain transformers decoding (no prompt lookup, no
+prefix-cache reuse) and switches on only its own parts, so each is measured alone and in
+combination against the same reference:
+  baseline  plain greedy decoding: the reference for the bounds and for llama.cpp
+  default   the shipped settings (config/default.toml), whatever they switch on
+  lookup    settings.generate.prompt_lookup_num_tokens = N
+  prefixkv  settings.generate.reuse_prefix_cache = True: each system prompt is prefilled
+            once and later prompts start after it (rag/generate.py)
+  split     settings.generate.split_small_matmuls = True: one-token matmuls split over
+            the cores (rag/fastpath.py)
+  ctxN      settings.answer.context_tokens = N (e.g. ctx700 against the 450 default)
   int8      weight-only int8, per-output-channel scales (torchao); irreversible, so last
   a+b       both at once, e.g. lookup+prefixkv
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from rag.assistant import Assistant
-from rag.prompt import SYSTEM
 
-ORDER = ("baseline", "lookup", "ctx", "prefixkv", "int8")
+ORDER = ("baseline", "default", "lookup", "ctx", "prefixkv", "split", "int8")
 
 
 def order_key(name: str) -> float:
@@ -42,52 +46,6 @@ def setting(obj: Any, name: str, value: Any) -> Iterator[None]:
         setattr(obj, name, old)
 
 
-class PrefixCache:
-    """Reuse the KV cache of the chat prefix every prompt starts with.
-
-    Wraps `model.generate` on the instance (the Generator calls it with keyword arguments
-    only): when input_ids start with the cached prefix, a deep copy of its DynamicCache is
-    passed as past_key_values and generate() prefills only the rest.
-    """
-
-    def __init__(self, a: Assistant) -> None:
-        import torch
-
-        model, tok = a.generator._load()
-        # Two prompts that differ right after "Passages:\n": their common token prefix is
-        # what every real prompt shares (one token is held back in case of a BPE merge).
-        p1, p2 = (tok(a.generator.format_chat(SYSTEM, f"Passages:\n[1] {x}\n\nQuestion: {y}"),
-                      add_special_tokens=False)["input_ids"]
-                  for x, y in (("A (000-01): a.", "b?"), ("Zeta (004-19): z.", "Why?")))
-        n = next(i for i, (u, v) in enumerate(zip(p1, p2, strict=False)) if u != v) - 1
-        self.ids = torch.tensor(p1[:n])
-        t = time.perf_counter()
-        with torch.inference_mode():
-            self.cache = model(self.ids[None], use_cache=True).past_key_values
-        self.build_s = time.perf_counter() - t
-        self.model, self.hits = model, 0
-        self._generate = model.generate
-
-    @property
-    def tokens(self) -> int:
-        return int(self.ids.numel())
-
-    def generate(self, **kwargs: Any) -> Any:
-        ids = kwargs["input_ids"]
-        n = self.tokens
-        if ids.shape[1] > n and bool((ids[0, :n] == self.ids).all()):
-            kwargs["past_key_values"] = copy.deepcopy(self.cache)
-            self.hits += 1
-        return self._generate(**kwargs)
-
-    def __enter__(self) -> PrefixCache:
-        self.model.generate = self.generate  # an instance attribute shadows the method
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        del self.model.generate
-
-
 def quantize_int8(a: Assistant) -> dict[str, Any]:
     """Weight-only int8 with per-channel scales on every nn.Linear (lm_head too), in place."""
     model, _ = a.generator._load()
@@ -102,13 +60,28 @@ def quantize_int8(a: Assistant) -> dict[str, Any]:
 @contextmanager
 def variant(name: str, a: Assistant, lookup_tokens: int) -> Iterator[dict[str, Any]]:
     """Apply variant `name` to `a` for the block; yields notes to store with its results."""
+    gen = a.settings.generate
     notes: dict[str, Any] = {}
-    if "+" in name:  # a combination: each part applied, notes merged
-        with ExitStack() as stack:
-            for part in name.split("+"):
-                notes.update(stack.enter_context(variant(part, a, lookup_tokens)))
-            yield notes
-    elif name == "baseline":
+    if name == "default":
+        notes.update(prompt_lookup_num_tokens=gen.prompt_lookup_num_tokens,
+                     reuse_prefix_cache=gen.reuse_prefix_cache,
+                     split_small_matmuls=gen.split_small_matmuls,
+                     context_tokens=a.settings.answer.context_tokens)
+        yield notes
+        return
+    with ExitStack() as stack:
+        stack.enter_context(setting(gen, "prompt_lookup_num_tokens", 0))
+        stack.enter_context(setting(gen, "reuse_prefix_cache", False))
+        stack.enter_context(setting(gen, "split_small_matmuls", False))
+        for part in name.split("+"):
+            notes.update(stack.enter_context(_part(part, a, lookup_tokens)))
+        yield notes
+
+
+@contextmanager
+def _part(name: str, a: Assistant, lookup_tokens: int) -> Iterator[dict[str, Any]]:
+    notes: dict[str, Any] = {}
+    if name == "baseline":
         yield notes
     elif name == "lookup":
         notes["prompt_lookup_num_tokens"] = lookup_tokens
@@ -119,13 +92,14 @@ def variant(name: str, a: Assistant, lookup_tokens: int) -> Iterator[dict[str, A
         with setting(a.settings.answer, "context_tokens", int(name[3:])):
             yield notes
     elif name == "prefixkv":
-        with PrefixCache(a) as pc:
-            notes.update(prefix_tokens=pc.tokens, prefix_build_s=round(pc.build_s, 3))
+        with setting(a.settings.generate, "reuse_prefix_cache", True):
             yield notes
-            notes["prefix_hits"] = pc.hits
+    elif name == "split":
+        with setting(a.settings.generate, "split_small_matmuls", True):
+            yield notes
     elif name == "int8":
         notes.update(quantize_int8(a))
         yield notes
     else:
-        raise ValueError(f"unknown variant {name!r}; choose from baseline, lookup, "
-                         "ctx<N>, prefixkv, int8")
+        raise ValueError(f"unknown variant {name!r}; choose from baseline, default, lookup, "
+                         "ctx<N>, prefixkv, split, int8")

@@ -3,10 +3,15 @@
 This is the only module that imports transformers' model and generation classes. The model
 loads once, lazily, on the first call (or `warm_up()`). Every `stream()` call gets its own
 streamer and its own background thread, so concurrent callers never share state.
+
+Prefix reuse: `format_chat` remembers each system prompt it formats. The first prompt that
+starts with one prefills it; later prompts get a copy of its key/value cache and prefill
+only what follows (greedy output is unchanged; `tests/test_models.py` checks it).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -14,8 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rag.config import Settings
+from rag.config import Settings, offline_environment, threads_sleep
 from rag.errors import InputError, ModelError
+from rag.fastpath import prefill_only_uncached, split_small_matmuls
 from rag.models import PRESETS, invalidate, resolve_model
 
 if TYPE_CHECKING:
@@ -24,6 +30,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FIX = "run `rag prepare` (or `make run`) to prepare it"
+MAX_PREFIXES = 8  # distinct system prompts whose caches are kept (each is a few MB)
+
+
+@dataclass
+class _Prefix:
+    """The tokens every prompt with one system prompt starts with, and their KV cache."""
+
+    ids: Any  # 1-D LongTensor
+    cache: Any = None  # a transformers Cache once the first matching prompt has run
 
 
 @dataclass
@@ -32,6 +47,7 @@ class GenerationStats:
 
     prompt_tokens: int = 0
     generated_tokens: int = 0  # includes the end-of-turn token when the model emitted one
+    cached_prompt_tokens: int = 0  # prompt tokens whose KV cache was reused, not prefilled
     first_token_seconds: float | None = None  # from the call to the first generated token
     seconds: float = 0.0  # from the call to the end of generation
     finish_reason: str = ""  # "end" (end-of-turn token), "length" (max_new_tokens), "stopped"
@@ -78,6 +94,7 @@ class Generator:
         self._generate_lock = threading.Lock()  # 2 cores: one generation at a time is fastest
         self._model: PreTrainedModel | None = None
         self._tokenizer: PreTrainedTokenizerBase | None = None
+        self._prefixes: dict[str, _Prefix] = {}  # system prompt -> its token prefix and cache
 
     @property
     def loaded(self) -> bool:
@@ -99,7 +116,53 @@ class Generator:
         messages.append({"role": "user", "content": user})
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         assert isinstance(text, str)
+        if self._gen.reuse_prefix_cache and system not in self._prefixes:
+            self._remember_prefix(system)
         return text
+
+    def _remember_prefix(self, system: str) -> None:
+        """Store the token prefix every prompt with this system prompt starts with: the
+        common tokens of two different user messages, less one (a BPE merge across the
+        boundary could change it)."""
+        import torch
+
+        _, tokenizer = self._load()
+        a, b = (
+            tokenizer.apply_chat_template(
+                [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                tokenize=False,
+                add_generation_prompt=True,
+            )
+            for user in ("Passages: a", "Question: z?")
+        )
+        ids_a, ids_b = (tokenizer(t, add_special_tokens=False)["input_ids"] for t in (a, b))
+        common = next(
+            (i for i, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y),
+            min(len(ids_a), len(ids_b)),
+        )
+        if common > 1 and len(self._prefixes) < MAX_PREFIXES:
+            self._prefixes[system] = _Prefix(torch.tensor(ids_a[: common - 1]))
+
+    def _reused_cache(self, model: PreTrainedModel, ids: Any) -> tuple[int, Any]:
+        """(tokens covered, a private copy of their KV cache) for the longest remembered
+        prefix `ids` starts with, or (0, None). Builds the cache on first use; call it
+        under the generate lock."""
+        import torch
+
+        match = max(
+            (
+                p
+                for p in list(self._prefixes.values())
+                if ids.shape[1] > p.ids.numel() and torch.equal(ids[0, : p.ids.numel()], p.ids)
+            ),
+            key=lambda p: p.ids.numel(),
+            default=None,
+        )
+        if match is None:
+            return 0, None
+        if match.cache is None:
+            match.cache = model(match.ids[None], use_cache=True).past_key_values
+        return int(match.ids.numel()), copy.deepcopy(match.cache)
 
     def count_tokens(self, text: str) -> int:
         _, tokenizer = self._load()
@@ -183,6 +246,11 @@ class Generator:
         def work() -> None:
             try:
                 with self._generate_lock, torch.inference_mode():
+                    if self._gen.reuse_prefix_cache:
+                        covered, cache = self._reused_cache(model, kwargs["input_ids"])
+                        if cache is not None:
+                            kwargs["past_key_values"] = cache
+                            stats.cached_prompt_tokens = covered
                     model.generate(**kwargs)  # type: ignore[operator]
             except BaseException as e:  # handed to the caller's thread below
                 failure.append(e)
@@ -227,6 +295,7 @@ class Generator:
         return self._model, self._tokenizer
 
     def _load_now(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+        offline_environment()  # before torch loads, if it has not yet
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -248,5 +317,15 @@ class Generator:
         if not tokenizer.chat_template:
             raise ModelError(f"the tokenizer in {source} has no chat template; {FIX}")
         model.eval()
+        prefill_only_uncached(model)
+        if self._gen.split_small_matmuls:
+            if threads_sleep():
+                split_small_matmuls(model, self._gen.threads, lambda: self._gen.split_small_matmuls)
+            else:  # spinning OpenMP threads would make the split slower than MKL alone
+                log.warning(
+                    "generate.split_small_matmuls is off: torch was loaded before "
+                    "rag.config.offline_environment() could set OMP_WAIT_POLICY=PASSIVE"
+                )
         log.info("loaded %s in %.1f s", source, time.perf_counter() - started)
         return model, tokenizer
+

@@ -12,7 +12,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-from rag.config import ROOT, Settings, load_settings  # noqa: E402
+from rag.config import ROOT, Settings, load_settings, offline_environment  # noqa: E402
+
+offline_environment()  # before any test module loads torch, as the app does
 
 DATA = Path(__file__).parent / "data"
 SEEDS = ROOT / "seeds"

@@ -22,6 +22,7 @@ from rag import models  # noqa: E402
 from rag.config import Settings, load_settings, offline_environment  # noqa: E402
 from rag.errors import InputError, ModelError  # noqa: E402
 from rag.generate import GenerationStream, Generator  # noqa: E402
+from rag.prompt import SYSTEM as ANSWER_SYSTEM  # noqa: E402
 
 offline_environment()
 
@@ -217,3 +218,110 @@ def test_arguments_are_validated(generator: Generator) -> None:
         generator.stream("hi", max_new_tokens=0)
     with pytest.raises(InputError, match="empty"):
         generator.stream("")
+
+
+PASSAGE = (
+    "Passages:\n[1] SSL4RL (000-01): We propose SSL4RL, a framework that turns self-supervised "
+    "learning tasks into verifiable rewards for reinforcement learning of vision-language models. "
+    "It improves accuracy on ImageNet by 3.2 points and on ViT benchmarks by 1.5 points.\n\n"
+    "Question: What does SSL4RL propose, and by how much does it improve ImageNet accuracy?"
+)
+
+
+@pytest.mark.model
+def test_speedups_do_not_change_greedy_text(generator: Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prompt lookup and prefix-cache reuse, alone and together, give the text plain greedy
+    decoding gives, and the reused cache is really used (the second call skips the prefix)."""
+    variants = {
+        (lookup, reuse): Generator(
+            _settings(max_new_tokens=40, prompt_lookup_num_tokens=lookup, reuse_prefix_cache=reuse)
+        )
+        for lookup in (0, 10)
+        for reuse in (False, True)
+    }
+    model = generator._model
+    assert model is not None
+    fed: list[int] = []  # tokens fed to each forward pass
+    forward = model.forward
+
+    def counting(*args: object, **kwargs: object) -> object:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        fed.append(ids.shape[1])  # type: ignore[union-attr]
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", counting)
+    texts = {}
+    for key, other in variants.items():
+        other._model, other._tokenizer = generator._model, generator._tokenizer  # share weights
+        prompt = other.format_chat(ANSWER_SYSTEM, PASSAGE)
+        for _ in range(2 if key[1] else 1):  # with reuse: the first call builds the cache
+            fed.clear()
+            with other.stream(prompt) as pieces:
+                texts[key] = "".join(pieces)
+                stats = pieces.stats
+        assert stats.cached_prompt_tokens == (len(other._prefixes[ANSWER_SYSTEM].ids) if key[1] else 0)
+        # the prefill feeds only what the cache does not cover (plus prompt-lookup drafts)
+        drafts = fed[0] - (stats.prompt_tokens - stats.cached_prompt_tokens)
+        assert 0 <= drafts <= key[0], (key, fed[:3], stats)
+    assert texts[(0, False)].strip()
+    assert all(t == texts[(0, False)] for t in texts.values()), texts
+    assert variants[(0, True)]._prefixes[ANSWER_SYSTEM].ids.numel() > 50  # the system prompt is long
+
+
+@pytest.mark.model
+def test_prefix_is_only_reused_for_prompts_that_start_with_it(generator: Generator) -> None:
+    other = Generator(_settings(max_new_tokens=4))
+    other._model, other._tokenizer = generator._model, generator._tokenizer
+    other.format_chat(ANSWER_SYSTEM, "x")  # remembers ANSWER_SYSTEM
+    with other.stream(other.format_chat("You are terse.", "Say hi.")) as pieces:
+        "".join(pieces)
+    assert pieces.stats.cached_prompt_tokens == other._prefixes["You are terse."].ids.numel() > 0
+    with other.stream("no chat template at all") as pieces:
+        "".join(pieces)
+    assert pieces.stats.cached_prompt_tokens == 0
+
+
+def test_split_small_matmuls_matches_linear_exactly() -> None:
+    import torch
+
+    from rag.fastpath import split_small_matmuls
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 300), torch.nn.GELU(), torch.nn.Linear(300, 7, bias=False))
+    on = [True]
+    assert split_small_matmuls(net, 3, lambda: on[0]) == 2
+    for rows in (1, 4, 9):  # 9 rows: more than MAX_ROWS, MKL's own path
+        x = torch.randn(rows, 64)
+        with torch.inference_mode():
+            split = net(x)
+            on[0] = False
+            plain = net(x)
+            on[0] = True
+        assert torch.allclose(split, plain, rtol=1e-5, atol=1e-6)  # bitwise on the real model (below)
+    y = net(torch.randn(1, 64, requires_grad=True))  # autograd: never split, still works
+    y.sum().backward()
+    assert net[0].weight.grad is not None
+    assert split_small_matmuls(torch.nn.Linear(4, 4), 1) == 0  # one thread: nothing to split
+
+
+@pytest.mark.model
+def test_decode_step_split_is_bitwise_equal(generator: Generator) -> None:
+    import torch
+
+    from rag.config import threads_sleep
+
+    model, tokenizer = generator._load()
+    assert threads_sleep()  # conftest set OMP_WAIT_POLICY before torch loaded, as the app does
+    assert "forward" in vars(model.lm_head)  # the split is installed
+    ids = tokenizer("The quick brown fox jumps over the lazy", return_tensors="pt")["input_ids"]
+    logits = []
+    for split in (True, False):
+        generator._gen.split_small_matmuls = split
+        try:
+            with torch.inference_mode():
+                out = model(ids, use_cache=True)
+                step = model(ids[:, -1:] * 0 + 1, past_key_values=out.past_key_values, use_cache=True)
+            logits.append(step.logits)
+        finally:
+            generator._gen.split_small_matmuls = True
+    assert torch.equal(logits[0], logits[1])
