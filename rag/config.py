@@ -62,7 +62,7 @@ class GenerateSettings(BaseModel):
     max_new_tokens: int = Field(96, gt=0)
     threads: int = Field(2, gt=0)
     temperature: float = Field(0.0, ge=0)
-    prompt_lookup_num_tokens: int = Field(0, ge=0)
+    prompt_lookup_num_tokens: int | None = Field(None, ge=0)  # None: the preset's measured choice
     reuse_prefix_cache: bool = True  # prefill each system prompt once; later prompts start after it
     split_small_matmuls: bool = True  # decode-step matmuls split over `threads` (rag/fastpath.py)
 

@@ -97,6 +97,14 @@ class Generator:
         self._prefixes: dict[str, _Prefix] = {}  # system prompt -> its token prefix and cache
 
     @property
+    def prompt_lookup_num_tokens(self) -> int:
+        """Draft tokens for prompt-lookup decoding: the setting, else the preset's choice."""
+        if self._gen.prompt_lookup_num_tokens is not None:
+            return self._gen.prompt_lookup_num_tokens
+        preset = PRESETS.get(self._gen.preset)
+        return preset.prompt_lookup_num_tokens if preset else 0
+
+    @property
     def loaded(self) -> bool:
         return self._model is not None
 
@@ -239,8 +247,8 @@ class Generator:
             kwargs.update(do_sample=True, temperature=self._gen.temperature)
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if self._gen.prompt_lookup_num_tokens > 0:
-            kwargs["prompt_lookup_num_tokens"] = self._gen.prompt_lookup_num_tokens
+        if self.prompt_lookup_num_tokens > 0:
+            kwargs["prompt_lookup_num_tokens"] = self.prompt_lookup_num_tokens
         failure: list[BaseException] = []
 
         def work() -> None:

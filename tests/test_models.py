@@ -325,3 +325,11 @@ def test_decode_step_split_is_bitwise_equal(generator: Generator) -> None:
         finally:
             generator._gen.split_small_matmuls = True
     assert torch.equal(logits[0], logits[1])
+
+
+def test_prompt_lookup_follows_the_preset_unless_set() -> None:
+    assert Generator(_settings()).prompt_lookup_num_tokens == 10
+    assert Generator(load_settings(generate={"preset": "qwen2.5-1.5b"})).prompt_lookup_num_tokens == 0
+    assert Generator(load_settings(generate={"preset": "/some/folder"})).prompt_lookup_num_tokens == 0
+    assert Generator(_settings(prompt_lookup_num_tokens=3)).prompt_lookup_num_tokens == 3
+    assert Generator(_settings(prompt_lookup_num_tokens=0)).prompt_lookup_num_tokens == 0
