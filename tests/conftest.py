@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+from rag.config import ROOT, Settings, load_settings, offline_environment
 
-from rag.config import ROOT, Settings, load_settings, offline_environment  # noqa: E402
-
-offline_environment()  # before any test module loads torch, as the app does
+offline_environment()  # offline, no telemetry, OMP_WAIT_POLICY: before any test loads torch, as the app does
 
 DATA = Path(__file__).parent / "data"
 SEEDS = ROOT / "seeds"

@@ -202,10 +202,11 @@ def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
         return str(value.get("text", "")) if isinstance(value, dict) else str(value)
 
     outs = [chatbot, status, sources, export, send, stop]
-    pre: dict[str, Any] = dict(fn=submit, inputs=[box, session], outputs=[box, chatbot, status, send, stop],
-               queue=False, api_visibility="private")
+    pre: dict[str, Any] = dict(fn=submit, inputs=[box, session],
+                               outputs=[box, chatbot, status, send, stop], queue=False,
+                               api_visibility="private")
     run: dict[str, Any] = dict(fn=respond, inputs=[session], outputs=outs, show_progress="full",
-               show_progress_on=[status], api_visibility="private")
+                               show_progress_on=[status], api_visibility="private")
     box.submit(**pre).then(**run)
     send.click(**pre).then(**run)
     chatbot.example_select(example, None, box, queue=False).then(**pre).then(**run)
