@@ -23,6 +23,7 @@ from rag.errors import RagError
 from rag.generate import GenerationStats, Generator
 from rag.guard import missing_detail
 from rag.prompt import (
+    COMPARE_SYSTEM,
     NOT_STATED,
     SYSTEM,
     Passage,
@@ -57,11 +58,15 @@ def clean_question(question: str, limit: int) -> tuple[str, str]:
     return q, ""
 
 
+FRAGMENT_CHARS = 60  # "and the speedup?" is a fragment; 2,000 characters of one "word" is not
+
+
 def is_followup(question: str, named: list[str], history: Sequence[Turn]) -> bool:
     """Refers back to the previous turn: a pronoun and no paper named, or a bare fragment."""
     if not history or not history[-1].paper_ids or named:
         return False
-    return bool(_ANAPHORA.search(question)) or len(question.split()) <= 4
+    fragment = len(question.split()) <= 4 and len(question) <= FRAGMENT_CHARS
+    return bool(_ANAPHORA.search(question)) or fragment
 
 
 def resolve_reference(question: str, papers: list[Paper]) -> str:
@@ -116,6 +121,14 @@ class Assistant:
         embedder = Embedder(settings.embed)
         return cls(settings, store, embedder, Retriever(settings.retrieve, store, embedder),
                    Generator(settings))
+
+    def warm_up(self) -> None:
+        """Load what a first question would (index, embedder, model, the prompts' prefix
+        caches), so it is answered as fast as later ones; `rag serve` runs it in the
+        background at start."""
+        _ = self.retriever.papers
+        self.embedder.warm_up()
+        self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
 
     # ---- papers ---------------------------------------------------------------------------
 

@@ -108,9 +108,18 @@ class Generator:
     def loaded(self) -> bool:
         return self._model is not None
 
-    def warm_up(self) -> None:
-        """Load the model now rather than on the first request."""
-        self._load()
+    def warm_up(self, *systems: str) -> None:
+        """Load the model now rather than on the first request, and prefill the given
+        system prompts' caches (when `reuse_prefix_cache` is on)."""
+        import torch
+
+        model, _ = self._load()
+        for system in systems if self._gen.reuse_prefix_cache else ():
+            self.format_chat(system, "")  # remembers its prefix
+            prefix = self._prefixes.get(system)
+            if prefix is not None:
+                with self._generate_lock, torch.inference_mode():
+                    self._build(model, prefix)
 
     def format_chat(self, system: str, user: str, history: Sequence[tuple[str, str]] = ()) -> str:
         """The model's chat template over system, past (user, assistant) turns and `user`."""
@@ -168,9 +177,14 @@ class Generator:
         )
         if match is None:
             return 0, None
-        if match.cache is None:
-            match.cache = model(match.ids[None], use_cache=True).past_key_values
-        return int(match.ids.numel()), copy.deepcopy(match.cache)
+        return int(match.ids.numel()), copy.deepcopy(self._build(model, match))
+
+    @staticmethod
+    def _build(model: PreTrainedModel, prefix: _Prefix) -> Any:
+        """The prefix's KV cache, computed on first use; call under the generate lock."""
+        if prefix.cache is None:
+            prefix.cache = model(prefix.ids[None], use_cache=True).past_key_values
+        return prefix.cache
 
     def count_tokens(self, text: str) -> int:
         _, tokenizer = self._load()

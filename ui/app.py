@@ -8,6 +8,7 @@ request gets its own stop Event, stream and worker thread (see ui/session.py).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -251,7 +252,8 @@ def serve(app: gr.Blocks, settings: Settings, **overrides: Any) -> Any:
 
 
 def main(settings: Settings | None = None) -> None:
-    """`rag serve`: build the assistant (models load on first question) and serve the UI."""
+    """`rag serve`: build the assistant, load its models in the background (a question
+    asked meanwhile waits for them) and serve the UI."""
     from rag.assistant import Assistant
     from rag.config import load_settings
 
@@ -259,6 +261,14 @@ def main(settings: Settings | None = None) -> None:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings or load_settings()
     assistant = Assistant.from_settings(settings)
+
+    def warm_up() -> None:
+        try:
+            assistant.warm_up()
+        except Exception as e:  # the first question reports it properly; the server stays up
+            log.warning("warm-up failed: %s", e)
+
+    threading.Thread(target=warm_up, name="rag-warm-up", daemon=True).start()
     app = create_app(assistant, settings)
     url = f"http://{settings.ui.host}:{settings.ui.port}"
     log.info("serving on %s (concurrency %d, queue %d)", url, settings.ui.concurrency_limit,
