@@ -83,6 +83,10 @@ class UISettings(BaseModel):
     auth_password: str = ""
     concurrency_limit: int = Field(1, gt=0)
     max_queue: int = Field(20, gt=0)
+    max_question_chars: int = Field(4000, gt=0)  # longer questions are refused, not queued
+    questions_per_minute: int = Field(10, gt=0)  # per browser session
+    login_failures: int = Field(5, gt=0)  # wrong passwords from one address before a pause
+    login_pause_seconds: float = Field(60.0, ge=0)  # the pause, doubled for each further failure
 
 
 class Settings(BaseSettings):
