@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import copy
 import threading
 import time
-import types
 from typing import Any
 
 import gradio as gr
@@ -17,20 +15,7 @@ from rag.types import Final, Sources, Status, Token
 from tests.ui_fakes import FakeAssistant
 from ui.app import chat_respond, create_app, launch_kwargs
 from ui.compare_tab import compare_respond
-from ui.session import ChatSession, CompareSession, pump, turn_of
-
-
-@pytest.fixture(autouse=True)
-def export_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Use rag.export when it exists; until then a stand-in with the documented signatures."""
-    if importlib.util.find_spec("rag.export") is not None:
-        return
-    mod = types.ModuleType("rag.export")
-    mod.conversation_markdown = lambda answers, papers: "\n".join(  # type: ignore[attr-defined]
-        f"## {a.question}\n{a.text}\n" + "".join(f"- {c.paper_id}\n" for c in a.citations)
-        for a in answers)
-    mod.comparison_markdown = lambda answer, papers: f"# {answer.question}\n"  # type: ignore
-    monkeypatch.setitem(sys.modules, "rag.export", mod)
+from ui.session import STOPS, ChatSession, CompareSession, pump, refusal, turn_of
 
 
 def start(session: ChatSession, q: str) -> None:
@@ -128,11 +113,14 @@ def test_abstention_and_chat_comparison() -> None:
 
 
 def test_compare_tab_flow_and_unknown_side() -> None:
-    ups = list(compare_respond(FakeAssistant(), CompareSession(), "000-01", "003-14"))
+    cs = CompareSession()
+    cs.start()
+    ups = list(compare_respond(FakeAssistant(), cs, "000-01", "003-14"))
     table, panel = ups[-1][1], ups[-1][2]
     assert "compare-table" in table and 'href="#src-cmp-1"' in table
     assert 'id="src-cmp-2"' in panel
-    ups = list(compare_respond(FakeAssistant(), CompareSession(), "000-01", "XYZ"))
+    cs.start()
+    ups = list(compare_respond(FakeAssistant(), cs, "000-01", "XYZ"))
     assert "not in the corpus" in ups[-1][1]
 
 
@@ -174,7 +162,7 @@ def test_sessions_do_not_share_state() -> None:
     tb = threading.Thread(target=run, args=(fake, b))
     ta.start(), tb.start()
     ta.join(10), tb.join(10)
-    assert a.stop is not b.stop
+    assert a.request != b.request
     assert not a.answers[0].abstained and b.answers[0].abstained
     assert len(a.messages) == len(b.messages) == 2
 
@@ -225,3 +213,47 @@ def test_stopped_pump_reports_at_once_but_wait_holds_until_the_model_returns(
         last = p
     assert last.kind == "stopped" and time.monotonic() - t0 < 0.8
     assert run.wait(5) and time.monotonic() - t0 >= 0.9
+
+
+def test_sessions_are_deep_copyable_before_during_and_after_an_answer() -> None:
+    """gradio deep-copies a session's gr.State; an Event (a lock) in it failed 2 of 8 users."""
+    s = ChatSession()
+    copy.deepcopy(s)
+    start(s, "What does SSL4RL use?")
+    gen = chat_respond(FakeAssistant(delay=0.05), s)
+    next(gen)
+    running = copy.deepcopy(s)
+    assert running.stop is s.stop  # a copy refers to the same request, not a new lock
+    list(gen)
+    assert len(copy.deepcopy(s).answers) == 1
+    cs = CompareSession()
+    cs.start()
+    copy.deepcopy(cs)
+
+
+def test_each_request_has_its_own_stop_and_the_registry_empties() -> None:
+    before = len(STOPS)
+    a, b = ChatSession(), ChatSession()
+    start(a, "What does SSL4RL use?")
+    start(b, "What does SSL4RL use?")
+    STOPS.stop(a.request)
+    assert a.stop.is_set() and not b.stop.is_set()
+    run(FakeAssistant(), a)
+    run(FakeAssistant(), b)
+    assert "(stopped before it started)" in a.messages[-1]["content"] and not a.answers
+    assert len(b.answers) == 1
+    assert len(STOPS) == before  # closed when each request ended
+    assert a.stop.is_set()  # a finished request reads as stopped
+
+
+def test_refusal_caps_size_rate_and_a_full_queue() -> None:
+    s = ChatSession()
+    assert refusal(s, "q", 100.0, 10, 2, 0, 5) == ""
+    assert "11 characters long; the limit is 10" in refusal(s, "x" * 11, 100.0, 10, 2, 0, 5)
+    s.asked = [90.0, 95.0]
+    msg = refusal(s, "q", 100.0, 10, 2, 0, 5)
+    assert msg.startswith("Too many questions: at most 2 a minute") and "Try again in 50 s" in msg
+    assert refusal(s, "q", 151.0, 10, 2, 0, 5) == ""  # the window moved on
+    assert s.asked == [95.0]
+    assert "The server is busy: 5 questions" in refusal(ChatSession(), "q", 0.0, 10, 2, 5, 5)
+    assert refusal(ChatSession(), "q", 0.0, 10, 2, 5, None) == ""

@@ -56,6 +56,19 @@ def served(app: Any, settings: Any) -> Iterator[str]:
 
 
 @contextmanager
+def chromium() -> Iterator[Any]:
+    """One headless browser; callers open as many contexts (independent sessions) as needed."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
 def chromium_page(width: int = 1280, height: int = 900) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -84,3 +97,22 @@ def ask(page: Any, question: str) -> None:
 
 def last_bot_message(page: Any) -> Any:
     return page.locator("#chat .message.bot, #chat [data-testid='bot']").last
+
+
+# What a page shows, read in one round trip: the status line, the chat's bubbles, cited cards.
+PAGE_STATE_JS = """() => {
+  const st = document.querySelector('#status .status');
+  const q = (sel) => Array.from(document.querySelectorAll(sel));
+  return {
+    status: st ? st.className : '', status_text: st ? st.innerText : '',
+    users: q('#chat .question').map(e => e.innerText),
+    bots: q('#chat [data-testid="bot"]').length,
+    answer: q('#chat .answer').map(e => e.innerText).pop() || '',
+    cited: q('#sources section.src[id]').map(e => e.getAttribute('data-paper')),
+    links: q('#chat a.cite').length,
+  };
+}"""
+
+
+def page_state(page: Any) -> dict[str, Any]:
+    return dict(page.evaluate(PAGE_STATE_JS))

@@ -1,14 +1,17 @@
 """The browser front end: `create_app(assistant, settings)` builds the Blocks, `serve` launches.
 
 Gradio is imported only in ui/ (here and the tab modules). Callbacks keep no state of their
-own: each browser session has a `ChatSession` and a `CompareSession` in gr.State, and each
-request gets its own stop Event, stream and worker thread (see ui/session.py).
+own: each browser session has a `ChatSession` and a `CompareSession` in gr.State (plain data:
+gradio deep-copies it), and each request gets its own stop Event (in `session.STOPS`, keyed by
+a random request id), stream and worker thread (see ui/session.py). Questions are admitted
+before they are queued: too long, too many from one session, or a full queue is said at once.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +26,14 @@ from ui import render  # noqa: E402
 from ui.assets import CSS, HEAD  # noqa: E402
 from ui.compare_tab import build_compare_tab  # noqa: E402
 from ui.papers_tab import build_papers_tab  # noqa: E402
-from ui.session import ChatSession, export_conversation, paper_lookup, pump  # noqa: E402
+from ui.session import (  # noqa: E402
+    STOPS,
+    ChatSession,
+    export_conversation,
+    paper_lookup,
+    pump,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from rag.assistant import Assistant
@@ -55,16 +65,18 @@ def _finish(**values: Any) -> tuple[Any, ...]:
 
 def chat_respond(assistant: Assistant, session: ChatSession) -> Iterator[tuple[Any, ...]]:
     """Stream one answer into the session's last message; the generator behind Send."""
-    question, stop, epoch = session.pending, session.stop, session.epoch
+    question, epoch = session.pending, session.epoch
     if not question:  # a second trigger (Send while busy, empty box): nothing to do
         yield _outputs()
         return
+    rid, stop = session.request, session.stop
     session.pending = ""
     messages = session.messages
     idx = len(messages) - 1
     if stop.is_set():  # Stop pressed while waiting in the queue: never start the model
         messages[idx] = _bot(render.streaming_html("", "(stopped before it started)"))
         session.busy = False
+        STOPS.close(rid)
         yield _finish(chat=messages, status=render.status_html("stopped", None, "Stopped"))
         return
     scope = str(len(session.answers) + 1)
@@ -132,6 +144,7 @@ def chat_respond(assistant: Assistant, session: ChatSession) -> Iterator[tuple[A
         if session.epoch == epoch:  # after a clear, a newer request may own the flag
             session.busy = False
         run.wait()  # a stopped model may still be in its prefill: keep the queue slot till then
+        STOPS.close(rid)
 
 
 def _bot(content: str) -> dict[str, str]:
@@ -149,8 +162,19 @@ def _export_button(assistant: Assistant, answers: list[Answer]) -> Any:
     return gr.DownloadButton(value=str(path), interactive=True)
 
 
-def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
-    session = gr.State(lambda: ChatSession())  # a factory: one fresh session per browser
+def queue_waiting(demo: gr.Blocks) -> tuple[int, int | None]:
+    """(events waiting in the app's queue, its max size); (0, None) before it is set up."""
+    q = getattr(demo, "_queue", None)
+    if q is None:
+        return 0, None
+    return len(q), q.max_size
+
+
+def build_chat_tab(assistant: Assistant, demo: gr.Blocks, ui: UISettings) -> dict[str, Any]:
+    # A plain, deep-copyable default: gradio copies it for each new browser session. (A
+    # factory would also add a queued load event that can overwrite a session after its first
+    # question was taken.)
+    session = gr.State(ChatSession(), delete_callback=lambda s: STOPS.stop(s.request))
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             chatbot = gr.Chatbot(
@@ -161,7 +185,8 @@ def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
             status = gr.HTML(render.status_html(""), elem_id="status")
             with gr.Row():
                 box = gr.Textbox(placeholder="Ask about the ICML 2026 papers…", show_label=False,
-                                 scale=6, elem_id="question", autofocus=True, max_length=4000)
+                                 scale=6, elem_id="question", autofocus=True,
+                                 max_length=ui.max_question_chars)
                 send = gr.Button("Send", variant="primary", scale=1, min_width=80,
                                  elem_id="send")
                 stop = gr.Button("Stop", variant="stop", scale=1, min_width=80,
@@ -175,11 +200,20 @@ def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
 
     def submit(question: str, s: ChatSession) -> tuple[Any, ...]:
         q = (question or "").strip()
+        skip = (gr.skip(),) * 5
         if not q:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return skip
         if s.busy:
             gr.Warning("Wait for the current answer, or press Stop.")
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+            return skip
+        waiting, max_queue = queue_waiting(demo)
+        why = refusal(s, q, time.monotonic(), ui.max_question_chars, ui.questions_per_minute,
+                      waiting, max_queue)
+        if why:  # told at once; the question stays in the box to retry
+            gr.Warning(why)
+            return (gr.skip(), gr.skip(), render.status_html("error", None, why), gr.skip(),
+                    gr.skip())
+        s.asked.append(time.monotonic())
         s.start(q)
         s.messages.append({"role": "user", "content": render.user_html(q)})
         s.messages.append(_bot(render.streaming_html("")))
@@ -189,8 +223,19 @@ def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
     def respond(s: ChatSession) -> Iterator[tuple[Any, ...]]:
         yield from chat_respond(assistant, s)
 
+    def recover(s: ChatSession) -> tuple[Any, ...]:
+        """After `respond` failed: the queue turned it away (full) or it crashed."""
+        if s.busy and s.pending:  # never started: the queue was full when it arrived
+            s.pending, s.busy = "", False
+            STOPS.close(s.request)
+            why = "The server is busy and could not take the question. Send it again."
+            if s.messages:
+                s.messages[-1] = _bot(render.error_html(why))
+            return _finish(chat=s.messages, status=render.status_html("error", None, why))
+        return _finish()
+
     def stop_now(s: ChatSession) -> Any:
-        s.stop.set()
+        STOPS.stop(s.request)
         return render.status_html("stopping", None, "Stopping")
 
     def clear_all(s: ChatSession) -> tuple[Any, ...]:
@@ -208,9 +253,12 @@ def build_chat_tab(assistant: Assistant) -> dict[str, Any]:
                                api_visibility="private")
     run: dict[str, Any] = dict(fn=respond, inputs=[session], outputs=outs, show_progress="full",
                                show_progress_on=[status], api_visibility="private")
-    box.submit(**pre).then(**run)
-    send.click(**pre).then(**run)
-    chatbot.example_select(example, None, box, queue=False).then(**pre).then(**run)
+    failed: dict[str, Any] = dict(fn=recover, inputs=[session], outputs=outs, queue=False,
+                                  api_visibility="private")
+    box.submit(**pre).then(**run).failure(**failed)
+    send.click(**pre).then(**run).failure(**failed)
+    chatbot.example_select(example, None, box, queue=False).then(**pre).then(**run).failure(
+        **failed)
     stop.click(stop_now, [session], [status], queue=False, api_visibility="private")
     clear.click(clear_all, [session], [chatbot, status, sources, export], queue=False,
                 api_visibility="private")
@@ -227,7 +275,7 @@ def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blo
                 "paper abstracts, each claim linked to its sentence</span></div>")
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
-                chat = build_chat_tab(assistant)
+                chat = build_chat_tab(assistant, demo, ui)
             with gr.Tab("Compare", id="compare"):
                 compare = build_compare_tab(assistant)
             with gr.Tab("Papers", id="papers"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +10,7 @@ import gradio as gr
 
 from rag.types import Answer, Comparison, Paper
 from ui import render
-from ui.session import CompareSession, export_comparison, paper_lookup, pump
+from ui.session import STOPS, CompareSession, export_comparison, paper_lookup, pump
 
 if TYPE_CHECKING:
     from rag.assistant import Assistant
@@ -24,7 +23,7 @@ def compare_respond(assistant: Assistant, cs: CompareSession, left: str,
                     right: str) -> Iterator[tuple[Any, ...]]:
     """(status, table, sources, export, run, stop) updates for one comparison."""
     skip = gr.skip()
-    stop = cs.stop
+    rid, stop = cs.request, cs.stop
     known: dict[str, Paper] = {}
     synthesis = ""
     comparison: Comparison | None = None
@@ -35,6 +34,7 @@ def compare_respond(assistant: Assistant, cs: CompareSession, left: str,
                 gr.Button(interactive=False))
 
     if stop.is_set():  # Stop pressed while waiting in the queue
+        STOPS.close(rid)
         yield finish(render.status_html("stopped", None, "Stopped"))
         return
     run = pump(lambda: assistant.compare_stream(left, right, (), stop), stop)
@@ -77,6 +77,7 @@ def compare_respond(assistant: Assistant, cs: CompareSession, left: str,
         yield finish(render.status_html(""))
     finally:
         run.wait()  # hold the queue slot until a stopped model has really finished
+        STOPS.close(rid)
 
 
 def _export_button(assistant: Assistant, answer: Answer) -> Any:
@@ -89,7 +90,7 @@ def _export_button(assistant: Assistant, answer: Answer) -> Any:
 
 
 def build_compare_tab(assistant: Assistant) -> dict[str, Any]:
-    cs = gr.State(lambda: CompareSession())
+    cs = gr.State(CompareSession(), delete_callback=lambda s: STOPS.stop(s.request))
     gr.Markdown("Pick two papers. Each cell quotes its own abstract; "
                 "greyed cells are not stated there.")
     with gr.Row():
@@ -112,7 +113,7 @@ def build_compare_tab(assistant: Assistant) -> dict[str, Any]:
             raise gr.Error("Pick two papers to compare.")
         if a == b:
             raise gr.Error("Pick two different papers.")
-        s.stop = threading.Event()
+        s.start()
         return (render.status_html("waiting", None, "Waiting for a free slot"),
                 gr.Button(interactive=False), gr.Button(interactive=True))
 
@@ -120,12 +121,20 @@ def build_compare_tab(assistant: Assistant) -> dict[str, Any]:
         yield from compare_respond(assistant, s, a, b)
 
     def stop_now(s: CompareSession) -> str:
-        s.stop.set()
+        STOPS.stop(s.request)
         return render.status_html("stopping", None, "Stopping")
+
+    def recover(s: CompareSession) -> tuple[Any, ...]:
+        """After `respond` failed (the queue was full, or it crashed): buttons back."""
+        STOPS.close(s.request)
+        why = "The comparison could not run (the server may be busy). Press Compare again."
+        return (render.status_html("error", None, why), gr.Button(interactive=True),
+                gr.Button(interactive=False))
 
     run.click(start, [left, right, cs], [status, run, stop], queue=False,
               api_visibility="private").success(
         respond, [left, right, cs], [status, table, sources, export, run, stop],
-        show_progress="full", show_progress_on=[status], api_visibility="private")
+        show_progress="full", show_progress_on=[status], api_visibility="private").failure(
+        recover, [cs], [status, run, stop], queue=False, api_visibility="private")
     stop.click(stop_now, [cs], [status], queue=False, api_visibility="private")
     return {"left": left, "right": right}

@@ -13,6 +13,7 @@ import queue
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,19 +177,73 @@ def turn_of(answer: Answer) -> Turn:
     return Turn(answer.question, answer.text, tuple(dict.fromkeys(ids)))
 
 
+class StopRegistry:
+    """Stop Events of requests, keyed by a random request id.
+
+    gradio deep-copies a session's gr.State when it first reads it, and an Event holds a lock,
+    which cannot be copied (`TypeError: cannot pickle '_thread.lock' object`: 2 of 8 sessions
+    asking at once got "Error"). So sessions keep only the id, and the Events live here.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: dict[str, threading.Event] = {}
+
+    def open(self) -> str:
+        rid = uuid.uuid4().hex
+        with self._lock:
+            self._events[rid] = threading.Event()
+        return rid
+
+    def event(self, rid: str) -> threading.Event:
+        """The request's Event; an unknown (finished or never opened) request is stopped."""
+        with self._lock:
+            ev = self._events.get(rid)
+        if ev is None:
+            ev = threading.Event()
+            ev.set()
+        return ev
+
+    def stop(self, rid: str) -> None:
+        with self._lock:
+            ev = self._events.get(rid)
+        if ev is not None:
+            ev.set()
+
+    def close(self, rid: str) -> None:
+        with self._lock:
+            self._events.pop(rid, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._events)
+
+
+STOPS = StopRegistry()  # one per process: request ids are random, so sessions never collide
+
+
 @dataclass
 class ChatSession:
-    """One browser session's conversation; lives in a gr.State, so one per user."""
+    """One browser session's conversation; lives in a gr.State, so one per user.
+
+    Plain data only, so gradio can deep-copy it: the stop Event of the running request is in
+    STOPS under `request`.
+    """
 
     answers: list[Answer] = field(default_factory=list)
     messages: list[dict[str, str]] = field(default_factory=list)
-    stop: threading.Event = field(default_factory=threading.Event)
+    request: str = ""  # id of the latest request in STOPS; "" before the first one
     pending: str = ""
     busy: bool = False
     epoch: int = 0  # bumped by clear(): a running answer of an older epoch is dropped
+    asked: list[float] = field(default_factory=list)  # monotonic times of recent questions
+
+    @property
+    def stop(self) -> threading.Event:
+        return STOPS.event(self.request)
 
     def start(self, question: str) -> threading.Event:
-        self.stop = threading.Event()
+        self.request = STOPS.open()
         self.pending = question
         self.busy = True
         return self.stop
@@ -197,7 +252,7 @@ class ChatSession:
         return tuple(turn_of(a) for a in self.answers)
 
     def clear(self) -> None:
-        self.stop.set()
+        STOPS.stop(self.request)
         self.epoch += 1
         self.answers = []
         self.messages = []
@@ -207,8 +262,40 @@ class ChatSession:
 
 @dataclass
 class CompareSession:
-    stop: threading.Event = field(default_factory=threading.Event)
+    """The Compare tab's state: plain data, like ChatSession."""
+
+    request: str = ""
     answer: Answer | None = None
+
+    @property
+    def stop(self) -> threading.Event:
+        return STOPS.event(self.request)
+
+    def start(self) -> threading.Event:
+        self.request = STOPS.open()
+        return self.stop
+
+
+RATE_WINDOW_SECONDS = 60.0
+
+
+def refusal(session: ChatSession, question: str, now: float, max_chars: int, per_minute: int,
+            waiting: int, max_queue: int | None) -> str:
+    """Why `question` cannot be taken now ("" when it can), checked before it is queued:
+    its size, the session's rate (`per_minute` in RATE_WINDOW_SECONDS) and a full queue."""
+    if len(question) > max_chars:
+        return (f"The question is {len(question):,} characters long; the limit is "
+                f"{max_chars:,}. Shorten it and send it again.")
+    recent = [t for t in session.asked if now - t < RATE_WINDOW_SECONDS]
+    session.asked = recent
+    if len(recent) >= per_minute:
+        wait = max(1, int(RATE_WINDOW_SECONDS - (now - recent[0]) + 0.999))
+        return (f"Too many questions: at most {per_minute} a minute per session. "
+                f"Try again in {wait} s.")
+    if max_queue is not None and waiting >= max_queue:
+        return (f"The server is busy: {waiting} questions are already waiting, the most it "
+                "takes. Try again in a minute.")
+    return ""
 
 
 def write_export(markdown: str, name: str) -> Path:
