@@ -1,7 +1,10 @@
-"""Wires the stages. `stream()` is the primitive: Status*, Sources, Token*, Final.
+"""Wires the stages. `stream()` is the primitive: Status*, Sources, [Compared], Token*, Final.
 
-The sources are yielded before the model starts, so a user sees the evidence within a
-second while the CPU model is still reading the prompt. `ask()` consumes `stream()`.
+The router decides what the question is (rag/route.py); the sources are yielded before
+the model starts, so a user sees the evidence within a second while the CPU model is still
+reading the prompt; every answer sentence is verified against the abstracts (rag/cite.py);
+a question in another language is answered in English first, verified, then translated
+(rag/translate.py). `ask()` consumes `stream()`.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import extract
+from rag import extract, guard
+from rag import language as lang_id
 from rag.chunk import sentence_spans
-from rag.cite import SentenceIndex, attach, looked_here
+from rag.cite import attach, citation, looked_here
 from rag.config import Settings
 from rag.embed import Embedder
 from rag.errors import RagError
+from rag.evaluate import numbers
+from rag.evidence import Evidence, SentenceIndex
 from rag.generate import GenerationStats, Generator
-from rag.guard import missing_detail
 from rag.prompt import (
     COMPARE_SYSTEM,
     NOT_STATED,
@@ -33,14 +38,26 @@ from rag.prompt import (
     user_message,
 )
 from rag.retrieve import Retriever
+from rag.route import Route, Router, clean_question
 from rag.store import Store
-from rag.types import Answer, Event, Final, Hit, Paper, Sources, Status, Token, Turn
+from rag.translate import Translator
+from rag.types import (
+    Answer,
+    AnswerSentence,
+    Compared,
+    Event,
+    Final,
+    Hit,
+    Paper,
+    Sources,
+    Status,
+    Token,
+    Turn,
+)
 
 log = logging.getLogger(__name__)
 
 MAX_SENTENCES = 3
-RESCUE = 0.38
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\ufeff]")
 _ANAPHORA = re.compile(r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|the (?:paper|"
                        r"method|approach|model|framework|authors|work|algorithm|benchmark))\b",
                        re.IGNORECASE)
@@ -48,25 +65,7 @@ _NOT_STATED = re.compile(r"(do(?:es)? not|don't|doesn't) (?:state|mention|contai
                          r"provide|include)|not (?:stated|mentioned|specified|provided)|"
                          r"no information", re.IGNORECASE)
 
-
-def clean_question(question: str, limit: int) -> tuple[str, str]:
-    """(question, notice): control characters removed, whitespace folded, length capped."""
-    q = " ".join(_CONTROL.sub(" ", question or "").split())
-    if len(q) > limit:
-        cut = q[:limit].rsplit(" ", 1)[0] or q[:limit]
-        return cut, f"Your question was {len(q):,} characters; only the first {len(cut):,} were used."
-    return q, ""
-
-
-FRAGMENT_CHARS = 60  # "and the speedup?" is a fragment; 2,000 characters of one "word" is not
-
-
-def is_followup(question: str, named: list[str], history: Sequence[Turn]) -> bool:
-    """Refers back to the previous turn: a pronoun and no paper named, or a bare fragment."""
-    if not history or not history[-1].paper_ids or named:
-        return False
-    fragment = len(question.split()) <= 4 and len(question) <= FRAGMENT_CHARS
-    return bool(_ANAPHORA.search(question)) or fragment
+__all__ = ["Assistant", "MarkerFilter", "clean_question", "resolve_reference"]
 
 
 def resolve_reference(question: str, papers: list[Paper]) -> str:
@@ -114,6 +113,9 @@ class Assistant:
         self.retriever = retriever
         self.generator = generator
         self.sentences = SentenceIndex(embedder)
+        self.translator = Translator(generator)
+        self.router = Router(settings.route, retriever, self.sentences,
+                             self.translator.to_english, settings.answer.max_question_chars)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Assistant:
@@ -123,11 +125,12 @@ class Assistant:
                    Generator(settings))
 
     def warm_up(self) -> None:
-        """Load what a first question would (index, embedder, model, the prompts' prefix
-        caches), so it is answered as fast as later ones; `rag serve` runs it in the
-        background at start."""
+        """Load what a first question would (index, embedder, language models, the model,
+        the prompts' prefix caches), so it is answered as fast as later ones; `rag serve`
+        runs it in the background at start."""
         _ = self.retriever.papers
         self.embedder.warm_up()
+        lang_id.warm_up()
         self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
 
     # ---- papers ---------------------------------------------------------------------------
@@ -149,98 +152,45 @@ class Assistant:
     def stream(self, question: str, history: Sequence[Turn] = (),
                stop: threading.Event | None = None) -> Iterator[Event]:
         t0 = time.perf_counter()
-        q, notice = clean_question(question, self.settings.answer.max_question_chars)
-        if not q:
-            yield Final(Answer(question="", text="Please type a question about the ICML 2026 "
-                               "papers, e.g. “Which papers use flow policies for RL?”",
-                               citations=(), hits=(), abstained=True, reason="empty"))
-            return
-        request = cmp.parse_request(q)
-        if request is not None:
-            yield from cmp.stream_comparison(self, q, request, history, stop, t0, notice)
-            return
         yield Status("searching", "Searching the abstracts…")
-        papers = self.retriever.papers
-        if not papers:
-            yield Final(Answer(question=q, text="The index is empty: run `rag ingest` (or "
-                               "`make run`) to index the seed abstracts, then ask again.",
-                               citations=(), hits=(), abstained=True, reason="empty-index",
-                               notice=notice))
-            return
-        hits, context, named = self.retrieve(q, history)
-        sources = Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
-        best = self.retriever.best_similarity(q)
-        if not named and not context and best < self.settings.answer.offtopic_threshold:
-            yield sources
-            closest = tuple(p.id for p in sources.papers[:3])
-            yield Final(Answer(
-                question=q, text="I can only answer questions about the ICML 2026 abstracts "
-                "in this collection, and none of them is close to this question.",
-                citations=(), hits=tuple(hits), abstained=True, reason="off-topic",
-                closest=closest, notice=notice, seconds=time.perf_counter() - t0))
-            return
-        kind = extract.finding_kind(q)
-        if kind is not None:
-            yield sources
-            yield from self._find(q, kind, hits, named, context, notice, t0)
-            return
-        a = self.settings.answer
-        q_model = resolve_reference(q, [papers[p] for p in context if p in papers]) \
-            if context else q
-        qvec = self.embedder.embed_one(q_model)
-
-        def rank(paper: Paper) -> list[tuple[int, int]]:
-            return [(s, e) for s, e, _ in
-                    extract.ranked_sentences(paper, q_model, qvec, self.sentences)]
-
-        if context:  # the user points back at these papers: only they are in the prompt
-            passages = select_passages([h for h in hits if h.chunk.paper_id in context],
-                                       papers, a.context_tokens, a.max_passages, first=context,
-                                       rank=rank)
+        route = self.router.route(question, history)
+        q = route.query
+        if route.intent == "decline":
+            events: Iterator[Event] = self._decline(route, t0)
+        elif route.intent == "compare":
+            assert route.request is not None
+            events = self._compare(q.text, route.request, history, stop, t0, q.notice)
+        elif route.intent == "find":
+            events = self._find(route, t0)
         else:
-            passages = select_passages(hits, papers, a.context_tokens, a.max_passages,
-                                       first=tuple(named[:2]), rank=rank)
-        yield sources
-        target = (context or tuple(named[:1]) or tuple(p.paper_id for p in passages[:1])
-                  or ("",))[0]
-        detail = missing_detail(q, papers[target]) if target in papers else None
-        if detail and (named or context):
-            closest = tuple(p.paper_id for p in passages[:3])
-            answer = self._not_stated(q, passages, papers, hits, closest, notice, "not-stated",
-                                      first=target)
-            yield Token(strip_markers(answer.text))
-            yield Final(replace(answer, seconds=time.perf_counter() - t0))
-            return
-        yield Status("writing", "Writing the answer…")
-        prompt = self.generator.format_chat(SYSTEM, user_message(q_model, passages))
-        raw_text, shown, stats, t_gen = "", "", None, time.perf_counter()
-        for out, raw_text, stats in self.generate(prompt, stop):
-            if out:
-                shown += out
-                yield Token(out)
-        assert stats is not None
-        answer = self._finish(q, raw_text, passages, hits, papers, notice,
-                              target if (named or context) else None)
-        yield Final(replace(answer, seconds=time.perf_counter() - t0,
-                            first_token_seconds=None if stats.first_token_seconds is None
-                            else t_gen - t0 + stats.first_token_seconds,
-                            prompt_tokens=stats.prompt_tokens,
-                            generated_tokens=stats.generated_tokens))
+            events = self._answer(route, stop, t0)
+        if q.language != "en" and route.reason != "empty":
+            events = self.translator.stream(events, q.language, stop)
+        for ev in events:
+            if isinstance(ev, Final):
+                ev = Final(replace(ev.answer, intent=route.intent, language=q.language,
+                                   seconds=time.perf_counter() - t0))
+            yield ev
 
     def compare_stream(self, left: str, right: str, history: Sequence[Turn] = (),
                        stop: threading.Event | None = None) -> Iterator[Event]:
         """Compare two papers named by id, name or description (the UI's pickers)."""
         q = f"Compare {left} and {right}"
-        yield from cmp.stream_comparison(self, q, cmp.Request(left, right), history, stop,
-                                         time.perf_counter())
+        yield from self._compare(q, cmp.Request(left, right), history, stop, time.perf_counter())
 
-    def generate(self, prompt: str, stop: threading.Event | None
-                  ) -> Iterator[tuple[str, str, GenerationStats]]:
+    @property
+    def parts(self) -> cmp.Parts:
+        """What a comparison reads (a described side below the off-topic gate + 0.1 is not found)."""
+        return cmp.Parts(self.retriever, self.sentences,
+                         self.settings.route.offtopic_threshold + 0.1)
+
+    def generate(self, prompt: object, stop: threading.Event | None
+                 ) -> Iterator[tuple[str, str, GenerationStats]]:
         """(new plain text, raw text so far, stats): markers filtered out of the stream, and
         the stream cut after MAX_SENTENCES sentences, so what is shown is what is kept."""
         filt = MarkerFilter()
         raw, shown = "", ""
-        with self.generator.stream(prompt, stop=stop) as pieces:
+        with self.generator.stream(prompt, stop=stop) as pieces:  # type: ignore[arg-type]
             for piece in pieces:
                 raw += piece
                 out = filt.feed(piece)
@@ -256,37 +206,11 @@ class Assistant:
         tail = filt.flush()
         yield tail, raw, stats
 
-    def _find(self, q: str, kind: str, hits: list[Hit], named: list[str],
-              context: tuple[str, ...], notice: str, t0: float) -> Iterator[Event]:
-        """Answer 'which paper(s) ...?' from the index: the papers and their matching
-        sentences, with no model call."""
-        papers = self.retriever.papers
-        wide = self.retriever.search(q, k=10, group=True) if kind == "many" else []
-        order = _distinct_papers(hits + wide, papers)
-        ranked = extract.paper_scores(order, q, self.sentences)
-        chosen = extract.choose(order, ranked, kind, list(context) + named)
-        text, citations, sentences = extract.compose(q, chosen, self.sentences)
-        yield Token(strip_markers(text))
-        yield Final(Answer(question=q, text=text, citations=citations, hits=tuple(hits),
-                           abstained=False, sentences=sentences,
-                           closest=tuple(p.id for p in order[:3]), notice=notice,
-                           seconds=time.perf_counter() - t0,
-                           first_token_seconds=time.perf_counter() - t0))
-
     def retrieve(self, q: str, history: Sequence[Turn] = ()
                  ) -> tuple[list[Hit], tuple[str, ...], list[str]]:
         """(hits, follow-up context paper ids, papers named in q): the answer's retrieval."""
-        named = self.retriever.named_papers(q)
-        context: tuple[str, ...] = ()
-        query = q
-        if is_followup(q, named, history):
-            context = tuple(history[-1].paper_ids)
-            query = f"{history[-1].question} {q}"
-        hits = self.retriever.search(query, k=8)
-        if context:
-            ctx = self.retriever.search(query, k=4, paper_ids=set(context))
-            hits = _merge(ctx, hits)
-        return hits, context, named
+        route = self.router.route(q, history)
+        return self._hits(route), route.context, list(route.query.named)
 
     def turn(self, question: str, answer: str) -> Turn:
         """A history turn from plain text (eval files, pasted chats): its papers are the
@@ -297,21 +221,192 @@ class Assistant:
             named = [h.chunk.paper_id for h in hits]
         return Turn(question, answer, tuple(named[:1]))
 
-    def _rescue(self, q: str, target: str | None, papers: dict[str, Paper], hits: list[Hit],
+    # ---- routes ---------------------------------------------------------------------------
+
+    def _hits(self, route: Route) -> list[Hit]:
+        hits = list(route.query.hits)
+        if route.context:  # the previous papers' own best chunks first
+            ctx = self.retriever.search(route.query.search, k=4, paper_ids=set(route.context),
+                                        vector=route.query.vector)
+            hits = _merge(ctx, hits)
+        return hits
+
+    def _decline(self, route: Route, t0: float) -> Iterator[Event]:
+        q = route.query
+        if route.reason == "empty":
+            text = ("Please type a question about the ICML 2026 papers, e.g. “Which papers use "
+                    "flow policies for RL?”")
+            yield Final(Answer(question="", text=text, citations=(), hits=(), abstained=True,
+                               reason="empty"))
+            return
+        if route.reason == "empty-index":
+            yield Final(Answer(question=q.text, text="The index is empty: run `rag ingest` (or "
+                               "`make run`) to index the seed abstracts, then ask again.",
+                               citations=(), hits=(), abstained=True, reason="empty-index",
+                               notice=q.notice))
+            return
+        papers = _distinct_papers(list(q.hits), self.retriever.papers)
+        yield Sources(q.hits, tuple(papers))
+        yield Final(Answer(
+            question=q.text, text="I can only answer questions about the ICML 2026 abstracts in "
+            "this collection, and none of them is close to this question.",
+            citations=(), hits=q.hits, abstained=True, reason="off-topic",
+            closest=tuple(p.id for p in papers[:3]), notice=q.notice,
+            seconds=time.perf_counter() - t0))
+
+    def _find(self, route: Route, t0: float) -> Iterator[Event]:
+        """Answer 'which paper(s) ...?' from the index: the papers and their matching
+        sentences, with no model call."""
+        q, papers = route.query, self.retriever.papers
+        hits = self._hits(route)
+        yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
+        wide = list(q.pool) if route.find == "many" else []  # the same search, further down
+        order = _distinct_papers(hits + wide, papers)[:10]
+        ranked = extract.paper_scores(order, q.search, self.sentences, q.vector)
+        chosen = extract.choose(order, ranked, route.find or "one",
+                                list(route.context) + list(q.named))
+        text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector)
+        yield Token(strip_markers(text))
+        yield Final(Answer(question=q.text, text=text, citations=citations, hits=tuple(hits),
+                           abstained=False, sentences=sentences,
+                           closest=tuple(p.id for p in order[:3]), notice=q.notice,
+                           seconds=time.perf_counter() - t0,
+                           first_token_seconds=time.perf_counter() - t0))
+
+    def _answer(self, route: Route, stop: threading.Event | None, t0: float) -> Iterator[Event]:
+        q, papers, a = route.query, self.retriever.papers, self.settings.answer
+        hits, context, named = self._hits(route), route.context, list(route.query.named)
+        q_model = resolve_reference(q.search, [papers[p] for p in context]) if context \
+            else q.search
+        qvec = q.vector if q_model == q.search else self.embedder.embed_one(q_model)
+
+        def rank(paper: Paper) -> list[tuple[int, int]]:
+            return [(e.start, e.end) for e in self.sentences.rank(paper, q_model, qvec)]
+
+        passages = select_passages([h for h in hits if h.chunk.paper_id in context] if context
+                                   else hits, papers, a.context_tokens, a.max_passages,
+                                   first=context or tuple(named[:2]), rank=rank)
+        yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
+        target = (context or tuple(named[:1]) or ("",))[0]
+        closest = tuple(p.paper_id for p in passages[:3])
+        direct = self._direct(q_model, target, papers, hits, closest, q.notice)
+        if direct is not None:
+            yield Token(strip_markers(direct.text))
+            yield Final(direct)
+            return
+        drafted: list[tuple[str, GenerationStats, float]] = []
+        yield from self._draft(SYSTEM, q_model, passages, stop, drafted)
+        raw_text, stats, t_gen = drafted[0]
+        answer = self._finish(q_model, raw_text, passages, hits, papers, q.notice,
+                              target or None)
+        yield Final(_timed(replace(answer, question=q.text), stats, t_gen, t0))
+
+    def _draft(self, system: str, q: str, passages: list[Passage],
+               stop: threading.Event | None, out: list[tuple[str, GenerationStats, float]]
+               ) -> Iterator[Event]:
+        """Stream the model's draft over `passages` as Tokens; `out` receives (raw text,
+        stats, generation start). Answers and comparison syntheses share it."""
+        yield Status("writing", "Writing the answer…" if system == SYSTEM
+                     else "Writing a short synthesis…")
+        prompt = self.generator.format_chat(system, user_message(q, passages))
+        raw, stats, t_gen = "", None, time.perf_counter()
+        for piece, raw, stats in self.generate(prompt, stop):
+            if piece:
+                yield Token(piece)
+        assert stats is not None
+        out.append((raw, stats, t_gen))
+
+    def _compare(self, q: str, request: cmp.Request, history: Sequence[Turn],
+                 stop: threading.Event | None, t0: float, notice: str = "") -> Iterator[Event]:
+        """The table first (no model), then a synthesis drafted and verified like any answer;
+        one no sentence of the two abstracts supports is replaced by a note."""
+        yield Status("searching", "Finding both papers…")
+        comp = cmp.compare(self.parts, request.left, request.right, history)
+        cited = [s.paper for s in (comp.left, comp.right) if s.paper]
+        yield Sources((), tuple(dict.fromkeys(cited)))
+        yield Compared(comp)
+        if not comp.rows:
+            bad = next((s.status for s in (comp.left, comp.right) if s.status != "resolved"),
+                       "same")
+            yield Final(Answer(question=q, text=comp.message, citations=(), hits=(),
+                               abstained=True, reason=f"compare-{bad}",
+                               closest=tuple(p.id for p in cited), notice=notice,
+                               comparison=comp))
+            return
+        left, right = comp.left.paper, comp.right.paper
+        assert left and right
+        passages = cmp.passages(comp)
+        drafted: list[tuple[str, GenerationStats, float]] = []
+        yield from self._draft(COMPARE_SYSTEM, q, passages, stop, drafted)
+        raw, stats, t_gen = drafted[0]
+        a = self.settings.answer
+        text, cites, sents = attach(raw, passages, {left.id: left, right.id: right},
+                                    self.sentences, a.support_threshold,
+                                    a.unsupported == "drop", fixed={left.id: 1, right.id: 2})
+        if not any(x.supported for x in sents):  # nothing the abstracts back: the table only
+            text, cites, sents = (cmp.UNVERIFIED, (), ())
+        cells = tuple(c.citation for row in comp.rows for c in (row.left, row.right)
+                      if c.citation)
+        yield Final(_timed(Answer(question=q, text=text, citations=cells + cites, hits=(),
+                                  abstained=False, sentences=sents, closest=(left.id, right.id),
+                                  notice=notice, comparison=comp), stats, t_gen, t0))
+
+    def _direct(self, q: str, target: str, papers: dict[str, Paper], hits: list[Hit],
                 closest: tuple[str, ...], notice: str) -> Answer | None:
-        """A small model often says "not stated" when the abstract does state it. For a
-        question about one named paper, answer from its best matching sentences instead when
-        they match well (score >= RESCUE, calibrated on eval/questions.jsonl: answerable
-        named questions the model declined scored 0.41-0.82, unstated details <= 0.29)."""
+        """Answers that need no model: an acronym's expansion as the abstract writes it, and
+        "not stated" for a detail the named paper's abstract never mentions."""
+        asked = guard.asked(q, tuple(papers[target].label for _ in (0,) if target in papers))
+        if asked.kind == "expansion":
+            for pid in dict.fromkeys([target] + [h.chunk.paper_id for h in hits]):
+                if pid not in papers:
+                    continue
+                for acr in _acronyms(q, papers[pid]):
+                    found = guard.expansion(acr, papers[pid])
+                    if found:
+                        return self._expansion(q, papers[pid], acr, found, hits, closest, notice)
+        if target not in papers:
+            return None
+        paper = papers[target]
+        _, vecs = self.sentences.get(paper)
+        close = float((vecs @ self.embedder.embed_one(_without(q, paper.label))).max()) \
+            if len(vecs) else 0.0
+        if guard.missing_detail(q, paper, close, self.settings.answer.guard_similarity):
+            return self._not_stated(q, [], papers, hits, closest, notice, "not-stated",
+                                    first=target)
+        return None
+
+    def _expansion(self, q: str, paper: Paper, acr: str, found: tuple[str, int, int],
+                   hits: list[Hit], closest: tuple[str, ...], notice: str) -> Answer:
+        long_form, start, end = found
+        spans = sentence_spans(paper.clean)
+        s, e = next(((s, e) for s, e in spans if s <= start < e), (start, end))
+        text = f"{acr} stands for {long_form} ({paper.label}, {paper.id})."
+        ev = Evidence(paper.id, s, e, 1.0)
+        return Answer(question=q, text=f"{text} [1]", citations=(citation(1, paper, ev),),
+                      hits=tuple(hits), abstained=False,
+                      sentences=(AnswerSentence(text, (1,), True),), closest=closest,
+                      notice=notice, reason="extracted")
+
+    def _rescue(self, q: str, target: str | None, papers: dict[str, Paper], hits: list[Hit],
+                closest: tuple[str, ...], notice: str, number_only: bool = False
+                ) -> Answer | None:
+        """The abstract's own sentence, when the model declined or missed what was asked but
+        the paper states it. A number question takes the best of the paper's top five
+        sentences that holds a number; any other, its best sentence when that scores
+        >= answer.rescue (fitted on the dev split) or the question asks what X is."""
         if target is None or target not in papers:
             return None
         paper = papers[target]
-        stripped = re.sub(re.escape(paper.label), " ", q, flags=re.IGNORECASE)
-        qvec = self.embedder.embed_one(stripped)
-        top = extract.ranked_sentences(paper, stripped, qvec, self.sentences)[0][2]
-        if not (extract.is_definition(q) or top >= RESCUE):
+        ranked = self.sentences.rank(paper, _without(q, paper.label))
+        picks: list[Evidence] = []
+        if guard.asked(q, (paper.label,)).kind == "number":
+            picks = [e for e in ranked[:5] if numbers(paper.clean[e.start:e.end])][:1]
+        elif not number_only and (ranked[0].score >= self.settings.answer.rescue
+                                  or extract.is_definition(q)):
+            picks = ranked[:1]
+        if not picks:
             return None
-        text, citations, sentences = extract.compose(q, [paper], self.sentences)
+        text, citations, sentences = extract.quote(paper, picks)
         return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                       abstained=False, sentences=sentences, closest=closest, notice=notice,
                       reason="extracted")
@@ -322,7 +417,7 @@ class Assistant:
         closest = tuple(p.paper_id for p in passages[:3])
         plain = strip_markers(raw).strip()
         marked = [passages[n - 1].paper_id for n in markers_in(raw) if 0 < n <= len(passages)]
-        if not plain and marked:  # a bare "[1]": the model pointed at a paper, say which
+        if not plain and marked and target is None:  # a bare "[1]": say which paper it means
             chosen = [papers[i] for i in dict.fromkeys(marked)][:3]
             text, citations, sentences = extract.compose(q, chosen, self.sentences)
             return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
@@ -330,13 +425,26 @@ class Assistant:
                           notice=notice)
         first = plain.split(".")[0]
         if not plain or _NOT_STATED.search(first) or NOT_STATED.lower() in plain.lower():
-            rescued = self._rescue(q, target, papers, hits, closest, notice)
+            # also a bare marker about a named paper: the model pointed instead of answering
+            rescued = self._rescue(q, target or (closest[0] if closest else None), papers, hits,
+                                   closest, notice)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
-                                               "not-stated")
+                                               "not-stated" if target else "unsupported",
+                                               first=target)
         text, citations, sentences = attach(raw, passages, papers, self.sentences,
                                             a.support_threshold, a.unsupported == "drop")
         if not any(s.supported for s in sentences):
-            return self._not_stated(q, passages, papers, hits, closest, notice, "unsupported")
+            rescued = self._rescue(q, target, papers, hits, closest, notice)
+            return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
+                                               "unsupported")
+        if guard.asked(q).kind == "number" and not numbers(strip_markers(text)):
+            cited = target or (citations[0].paper_id if citations else None)
+            rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)
+            if rescued is not None:  # the asked number, quoted, instead of a vague answer
+                return rescued
+            if target is not None:  # a number asked of one paper, and none it states fits
+                return self._not_stated(q, passages, papers, hits, closest, notice,
+                                        "not-stated", first=target)
         return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                       abstained=False, sentences=sentences, closest=closest, notice=notice)
 
@@ -353,7 +461,28 @@ class Assistant:
             text = (f"I could not find this in the abstracts; the closest is {top.label} "
                     f"({top.id}) [1].")
         return Answer(question=q, text=text, citations=(cite,), hits=tuple(hits),
-                      abstained=True, reason=reason, closest=closest, notice=notice)
+                      abstained=True, reason=reason, closest=closest or (top.id,),
+                      notice=notice)
+
+
+def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> Answer:
+    """The answer with its generation's counters; first token measured from the question."""
+    first = stats.first_token_seconds
+    return replace(answer, first_token_seconds=None if first is None else t_gen - t0 + first,
+                   prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+
+
+def _without(question: str, label: str) -> str:
+    """The question less the paper's name, which would match every sentence naming it."""
+    return re.sub(re.escape(label), " ", question, flags=re.IGNORECASE) if label else question
+
+
+def _acronyms(question: str, paper: Paper) -> list[str]:
+    """Acronym-like words of the question (and the paper's label) that the abstract writes
+    in parentheses."""
+    cands = re.findall(r"\b[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z]{2,}\b", question) + [paper.label]
+    return [c for c in dict.fromkeys(cands) if f"({c})" in paper.clean.replace("( ", "(")
+            .replace(" )", ")")]
 
 
 def _merge(first: list[Hit], rest: list[Hit]) -> list[Hit]:

@@ -1,5 +1,6 @@
 """Two-paper comparison: recognise the request, resolve each side on its own, fill a table
-by sentence selection (no model, so it shows within a second), then a short cited synthesis.
+by sentence selection (no model, so it shows within a second). The assistant then writes
+and verifies a short synthesis on the same path as any answer (rag/assistant.py).
 
 Each side is resolved separately (an id, then an exact name, then retrieval restricted to
 that side's own words), so one paper never crowds the other out of a shared top-k list.
@@ -8,35 +9,16 @@ that side's own words), so one paper never crowds the other out of a shared top-
 from __future__ import annotations
 
 import re
-import threading
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.cite import attach
-from rag.prompt import COMPARE_SYSTEM, Passage, approx_tokens, user_message
-from rag.types import (
-    Answer,
-    Cell,
-    Citation,
-    Compared,
-    Comparison,
-    ComparisonRow,
-    Event,
-    Final,
-    Paper,
-    Side,
-    Sources,
-    Status,
-    Token,
-    Turn,
-)
-
-if TYPE_CHECKING:
-    from rag.assistant import Assistant
+from rag import evidence
+from rag.evidence import SentenceIndex
+from rag.prompt import Passage, approx_tokens
+from rag.retrieve import Retriever, tokenize
+from rag.types import Cell, Citation, Comparison, ComparisonRow, Paper, Side, Turn
 
 NOT_STATED_CELL = "not stated in the abstract"
 UNVERIFIED = ("The model's synthesis could not be verified against the two abstracts, so it is "
@@ -83,6 +65,20 @@ _PROTOTYPE = {
 }
 
 
+def is_pronoun(side: str) -> bool:
+    """'that', 'it', 'the previous paper': a side that points back at the last turn."""
+    return bool(_PRONOUN.match(side.strip()))
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a comparison reads: the papers and their search, and the sentence scorer."""
+
+    retriever: Retriever
+    sentences: SentenceIndex
+    unknown_below: float  # a described side whose best match scores below this is not found
+
+
 @dataclass(frozen=True)
 class Request:
     left: str
@@ -125,14 +121,14 @@ def _tidy(side: str) -> str:
     return side.strip(" ,;:\"'“”")
 
 
-def _looks_like_name(text: str) -> bool:
+def looks_like_name(text: str) -> bool:
     words = text.split()
     return len(words) <= 3 and any(
         re.search(r"[A-Z].*[A-Z0-9]|\d", w[1:] if w[:1].isupper() else w) or w.isupper()
         or (w[:1].isupper() and len(words) == 1) for w in words)
 
 
-def resolve_side(a: Assistant, text: str, history: Sequence[Turn]) -> Side:
+def resolve_side(a: Parts, text: str, history: Sequence[Turn]) -> Side:
     papers = a.retriever.papers
     if _PRONOUN.match(text.strip()):
         if history and history[-1].paper_ids and history[-1].paper_ids[0] in papers:
@@ -153,10 +149,10 @@ def resolve_side(a: Assistant, text: str, history: Sequence[Turn]) -> Side:
     if len(verbatim) == 1:
         return Side(text, "resolved", verbatim[0])
     hits = a.retriever.search(text, k=3, group=True)
-    if _looks_like_name(text) or not hits:
+    if looks_like_name(text) or not hits:
         return Side(text, "unknown", candidates=tuple(papers[h.chunk.paper_id] for h in hits))
     sims = [a.retriever.dense(text, 1, {h.chunk.paper_id})[0].score for h in hits]
-    if sims[0] < a.settings.answer.offtopic_threshold + 0.1:
+    if sims[0] < a.unknown_below:
         return Side(text, "unknown", candidates=tuple(papers[h.chunk.paper_id] for h in hits))
     order = sorted(range(len(hits)), key=lambda i: -sims[i])
     if len(order) > 1 and sims[order[0]] - sims[order[1]] < 0.02 and hits[0].rank == 1 and \
@@ -166,17 +162,18 @@ def resolve_side(a: Assistant, text: str, history: Sequence[Turn]) -> Side:
     return Side(text, "resolved", papers[hits[0].chunk.paper_id])
 
 
-def build_rows(a: Assistant, left: Paper, right: Paper) -> tuple[ComparisonRow, ...]:
+def build_rows(a: Parts, left: Paper, right: Paper) -> tuple[ComparisonRow, ...]:
     lc, rc = _column(a, left, 1), _column(a, right, 2)
     return tuple(ComparisonRow(asp, lc[asp], rc[asp]) for asp in ASPECTS)
 
 
-def _column(a: Assistant, paper: Paper, marker: int) -> dict[str, Cell]:
+def _column(a: Parts, paper: Paper, marker: int) -> dict[str, Cell]:
     """Pick one sentence per aspect: cue words first, similarity to a description of the
     aspect second; globally greedy, so an early aspect cannot take a later one's sentence."""
     spans, vecs = a.sentences.get(paper)
     texts = [paper.clean[s:e] for s, e in spans]
     protos = _prototypes(a)
+    proto_words = [set(tokenize(t)) for t in _PROTOTYPE.values()]
     n = max(len(texts), 1)
     scores: dict[tuple[str, int], float] = {}
     for k, asp in enumerate(_PROTOTYPE):
@@ -185,7 +182,8 @@ def _column(a: Assistant, paper: Paper, marker: int) -> dict[str, Cell]:
             weak = len(re.findall(_WEAK[asp], t, flags=re.IGNORECASE))
             if (strong == 0 and asp in _NEEDS_CUE) or "github.com" in t:
                 continue
-            score = 0.5 * float(vecs[i] @ protos[k]) + 0.4 * min(strong, 2) + 0.1 * min(weak, 3)
+            match = evidence.score(t, float(vecs[i] @ protos[k]), proto_words[k], set(), set())
+            score = match + 0.4 * min(strong, 2) + 0.1 * min(weak, 3)
             if asp == "Problem":
                 score += 0.3 * (1 - i / n)
             if asp == "Approach" and paper.label.lower() in t.lower():
@@ -230,10 +228,10 @@ def _column(a: Assistant, paper: Paper, marker: int) -> dict[str, Cell]:
 _PROTO_CACHE: dict[int, np.ndarray] = {}
 
 
-def _prototypes(a: Assistant) -> np.ndarray:
-    key = id(a.embedder)
+def _prototypes(a: Parts) -> np.ndarray:
+    key = id(a.sentences.embedder)
     if key not in _PROTO_CACHE:
-        _PROTO_CACHE[key] = a.embedder.embed(list(_PROTOTYPE.values()))
+        _PROTO_CACHE[key] = a.sentences.embedder.embed(list(_PROTOTYPE.values()))
     return _PROTO_CACHE[key]
 
 
@@ -242,7 +240,7 @@ def _short(sentence: str, words: int = 32) -> str:
     return sentence if len(w) <= words else " ".join(w[:words]).rstrip(",;:") + " …"
 
 
-def compare(a: Assistant, left: str, right: str, history: Sequence[Turn] = ()) -> Comparison:
+def compare(a: Parts, left: str, right: str, history: Sequence[Turn] = ()) -> Comparison:
     """Resolve both sides and fill the table; a message instead of rows when that fails."""
     ls, rs = resolve_side(a, left, history), resolve_side(a, right, history)
     for side in (ls, rs):
@@ -262,49 +260,10 @@ def compare(a: Assistant, left: str, right: str, history: Sequence[Turn] = ()) -
     return Comparison(ls, rs, rows=build_rows(a, ls.paper, rs.paper))
 
 
-def stream_comparison(a: Assistant, q: str, request: Request, history: Sequence[Turn],
-                      stop: threading.Event | None, t0: float, notice: str = ""
-                      ) -> Iterator[Event]:
-    yield Status("searching", "Finding both papers…")
-    comp = compare(a, request.left, request.right, history)
-    cited = [s.paper for s in (comp.left, comp.right) if s.paper]
-    yield Sources((), tuple(dict.fromkeys(cited)))
-    yield Compared(comp)
-    if not comp.rows:
-        yield Final(Answer(question=q, text=comp.message, citations=(), hits=(),
-                           abstained=True, reason="compare-" + (
-                               comp.left.status if comp.left.status != "resolved"
-                               else comp.right.status if comp.right.status != "resolved"
-                               else "same"),
-                           closest=tuple(p.id for p in cited), notice=notice,
-                           comparison=comp, seconds=time.perf_counter() - t0))
-        return
-    left, right = comp.left.paper, comp.right.paper
-    assert left and right
-    passages = [_passage(n, p, comp, side) for n, p, side in ((1, left, "l"), (2, right, "r"))]
-    yield Status("writing", "Writing a short synthesis…")
-    prompt = a.generator.format_chat(COMPARE_SYSTEM, user_message(q, passages))
-    raw, stats, t_gen = "", None, time.perf_counter()
-    for out, raw, stats in a.generate(prompt, stop):
-        if out:
-            yield Token(out)
-    assert stats is not None
-    papers = {left.id: left, right.id: right}
-    text, cites, sents = attach(raw, passages, papers, a.sentences,
-                                a.settings.answer.support_threshold,
-                                a.settings.answer.unsupported == "drop",
-                                fixed={left.id: 1, right.id: 2})
-    if not any(x.supported for x in sents):  # nothing the abstracts back: keep the table only
-        text, cites, sents = (UNVERIFIED, (), ())
-    cells = tuple(c.citation for row in comp.rows for c in (row.left, row.right) if c.citation)
-    first = stats.first_token_seconds
-    yield Final(Answer(question=q, text=text,
-                       citations=cells + cites, hits=(), abstained=False, sentences=sents,
-                       closest=(left.id, right.id), notice=notice, comparison=comp,
-                       seconds=time.perf_counter() - t0,
-                       first_token_seconds=None if first is None else t_gen - t0 + first,
-                       prompt_tokens=stats.prompt_tokens,
-                       generated_tokens=stats.generated_tokens))
+def passages(comp: Comparison) -> list[Passage]:
+    """[1] and [2]: each side's table sentences, the model's passages for the synthesis."""
+    assert comp.left.paper and comp.right.paper
+    return [_passage(1, comp.left.paper, comp, "l"), _passage(2, comp.right.paper, comp, "r")]
 
 
 def _passage(n: int, paper: Paper, comp: Comparison, side: str) -> Passage:

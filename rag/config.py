@@ -58,10 +58,22 @@ class RetrieveSettings(BaseModel):
 
 
 class GenerateSettings(BaseModel):
-    preset: str = "qwen2.5-0.5b"  # a preset name, a local model folder, or a hub id
+    preset: str = "qwen2.5-0.5b"  # a preset name, a local model folder or .gguf file, or a hub id
+    # "auto": the engine `rag prepare` timed fastest on this machine (rag/engines/choose.py)
+    engine: Literal["auto", "llama.cpp", "transformers", "openai"] = "auto"
     max_new_tokens: int = Field(96, gt=0)
     threads: int = Field(2, gt=0)
     temperature: float = Field(0.0, ge=0)
+    parallel: int = Field(0, ge=0)  # generations at once; 0: the engine's (llama.cpp 4, transformers 1)
+    context_size: int = Field(2048, ge=256)  # llama.cpp: tokens per slot (prompt + answer)
+    llamacpp_build: Literal["auto", "prebuilt", "native"] = "auto"  # auto: `make native`'s if it passed
+    draft_preset: str = ""  # llama.cpp speculative decoding: a smaller preset drafting for this one
+    draft_tokens: int = Field(8, gt=0)
+    openai_url: str = ""  # an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
+    openai_model: str = ""  # empty: the first model the server lists
+    openai_api_key: str = ""
+    openai_connect_timeout: float = Field(5.0, gt=0)  # seconds to connect
+    openai_timeout: float = Field(60.0, gt=0)  # seconds the server may stay silent mid-answer
     prompt_lookup_num_tokens: int | None = Field(None, ge=0)  # None: the preset's measured choice
     reuse_prefix_cache: bool = True  # prefill each system prompt once; later prompts start after it
     split_small_matmuls: bool = True  # decode-step matmuls split over `threads` (rag/fastpath.py)
@@ -71,9 +83,26 @@ class AnswerSettings(BaseModel):
     context_tokens: int = Field(450, gt=50)  # budget for passages in the prompt
     max_passages: int = Field(3, gt=0)
     max_question_chars: int = Field(2000, gt=10)
-    offtopic_threshold: float = 0.40  # best dense cosine below this: decline without the model
     support_threshold: float = 0.45  # answer-sentence support below this: unsupported
+    # evidence scores (rag/evidence.py), fitted on the dev split:
+    rescue: float = 0.38  # the abstract's best sentence answers what the model declined
+    # a detail whose head noun the named abstract lacks is "not stated" when no sentence's cosine
+    # reaches this; dev: such unanswerable rows 0.18-0.30 (2 at 0.47-0.50), answerable 0.475
+    guard_similarity: float = 0.45
     unsupported: Literal["mark", "drop"] = "mark"
+
+
+class RouteSettings(BaseModel):
+    """Routing thresholds, each fitted on the eval's dev split (eval/questions.jsonl,
+    split "dev"); the test split reports them."""
+
+    offtopic_threshold: float = 0.345  # dev: off-topic best <= 0.340, answerable >= 0.352
+    followup_confident: float = 0.50  # the question alone finds a new paper this well: not a follow-up
+    followup_min: float = 0.15  # best cosine with a previous paper's sentence; dev: follow-ups >= 0.165
+    language_confidence: float = 0.25  # lingua's confidence for calling a question non-English
+    typo_ratio: float = 80.0  # rapidfuzz ratio for correcting a word towards the corpus vocabulary
+    typo_zipf: float = 2.0  # words at least this common in English (wordfreq Zipf scale) are never corrected
+    fuzzy_name: float = 80.0  # rapidfuzz ratio for a misspelt paper name
 
 
 class UISettings(BaseModel):
@@ -101,6 +130,7 @@ class Settings(BaseSettings):
     retrieve: RetrieveSettings = RetrieveSettings()
     generate: GenerateSettings = GenerateSettings()
     answer: AnswerSettings = AnswerSettings()
+    route: RouteSettings = RouteSettings()
     ui: UISettings = UISettings()
 
     @classmethod

@@ -64,8 +64,8 @@ def comparison_checks(row: Row, ans: Answer) -> dict[str, Any]:
 
 
 def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_only: bool,
-             mode: str | None = None, limit: int | None = None) -> int:
-    rows = read_rows(questions)[: limit or None]
+             mode: str | None = None, limit: int | None = None, split: str | None = None) -> int:
+    rows = [r for r in read_rows(questions) if split is None or r.split == split][: limit or None]
     a = Assistant.from_settings(settings)
     results: dict[str, dict[str, Any]] = {}
     retrieved: dict[str, list[str]] = {}
@@ -104,15 +104,27 @@ def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_on
     finally:
         if handle:
             handle.close()
-    plain = [r for r in rows if cmp.parse_request(r.question) is None]
+    texts = {p.id: p.clean for p in a.papers()}
+    for name in sorted({r.split for r in rows}):  # dev and test reported apart
+        part = [r for r in rows if r.split == name]
+        _report(name or "all", part, retrieved, results,
+                [c for c in compare_rows if c["id"] in {r.id for r in part}], texts)
+    return 0
+
+
+def _report(name: str, rows: list[Row], retrieved: dict[str, list[str]],
+            results: dict[str, dict[str, Any]], compare_rows: list[dict[str, Any]],
+            texts: dict[str, str]) -> None:
+    print(f"\n=== split: {name} ({len(rows)} rows) ===")
+    plain = [r for r in rows if r.id not in {c["id"] for c in compare_rows}
+             and (r.id in results or r.id in retrieved)]
     if plain:
         print("\nretrieval (distinct papers):")
         print(format_table(retrieval_metrics(plain, retrieved)))
-    if results:
-        texts = {p.id: p.clean for p in a.papers()}
+    mine = {r.id: results[r.id] for r in plain if r.id in results}
+    if mine:
         print("\nanswers:")
-        print(format_table(answer_metrics([r for r in plain if r.id in results], results,
-                                          texts)))
+        print(format_table(answer_metrics([r for r in plain if r.id in mine], mine, texts)))
     if compare_rows:
         n = len(compare_rows)
         print("\ncomparisons:")
@@ -121,4 +133,3 @@ def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_on
         print(f"  {'cells wrong paper':<22} {sum(r['cells_wrong_paper'] for r in compare_rows)}")
         print(f"  {'cell numbers missing':<22} "
               f"{sum(r['cell_numbers_missing'] for r in compare_rows)}")
-    return 0

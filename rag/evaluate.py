@@ -28,6 +28,7 @@ class Row:
     kind: str = ""
     answerable: bool | None = None
     expect: str = ""
+    split: str = ""  # "dev" (tuned on) or "test" (held out)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -46,7 +47,7 @@ def read_rows(path: Path) -> list[Row]:
                 keywords=tuple(tuple(g) for g in d.get("keywords") or ()),
                 history=tuple((str(u), str(a)) for u, a in d.get("history") or ()),
                 kind=str(d.get("kind", "")), answerable=d.get("answerable"),
-                expect=str(d.get("expect", "")), extra=d))
+                expect=str(d.get("expect", "")), split=str(d.get("split", "")), extra=d))
         except (ValueError, KeyError, TypeError) as e:
             raise InputError(f"{path}: line {n}: not a question row ({e}); expected JSON "
                              'like {"id": "q1", "question": "...", "gold": ["000-01"]}') from None
@@ -116,6 +117,7 @@ def answer_metrics(rows: list[Row], results: dict[str, dict[str, Any]],
     answerable = [r for r in rows if r.answerable is not False and r.gold]
     unanswerable = [r for r in rows if r.answerable is False]
     acc, prec, rec, abst_ok, false_abst, num_defects = [], [], [], [], [], 0
+    by_kind: dict[str, list[bool]] = {}
     secs, firsts = [], []
     for r in rows:
         out = results.get(r.id)
@@ -132,6 +134,7 @@ def answer_metrics(rows: list[Row], results: dict[str, dict[str, Any]],
             ok = (not out["abstained"]) and keyword_hit(out["answer"], r.keywords) and bool(
                 cited & set(r.gold))
             acc.append(ok)
+            by_kind.setdefault(r.kind, []).append(ok)
             false_abst.append(out["abstained"])
             if cited:
                 prec.append(len(cited & set(r.gold)) / len(cited))
@@ -144,8 +147,11 @@ def answer_metrics(rows: list[Row], results: dict[str, dict[str, Any]],
         "citation_precision": mean(prec) if prec else 0.0,
         "citation_recall": mean(rec) if rec else 0.0,
         "abstention_accuracy": mean(abst_ok) if abst_ok else 0.0,
-        "false_abstentions": sum(false_abst), "unsupported_numbers": num_defects,
+        "false_abstentions": sum(false_abst),
+        "answerable_declined": mean(false_abst) if false_abst else 0.0,
+        "unsupported_numbers": num_defects,
         "seconds_p50": p50(secs), "first_token_p50": p50(firsts),
+        **{f"accuracy[{k}]": f"{sum(v)}/{len(v)}" for k, v in sorted(by_kind.items())},
     }
 
 

@@ -1,4 +1,5 @@
-"""Extractive answers: "which paper(s) ...?" is answered by retrieval itself.
+"""Extractive answers: "which paper(s) ...?" is answered by retrieval itself, and a
+question the model declined is answered by the abstract's own sentence (`quote`).
 
 A paper-finding question needs the matching papers and the sentence of each that matches,
 not prose: composing that from the index is instant, exact and always grounded, while a
@@ -9,22 +10,12 @@ marker reply into an answer.
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 import numpy as np
 
-from rag.cite import SentenceIndex
-from rag.retrieve import tokenize
+from rag.evidence import Evidence, SentenceIndex
 from rag.types import AnswerSentence, Citation, Paper
 
-_FINDING = re.compile(
-    r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
-    r"\b(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:other\s+)?(?P<n2>papers?|works?|stud(?:y|ies))\b|"
-    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b|"
-    r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|work|study)\b|"
-    r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|"
-    r"^(?:i|we) (?:remember|recall|once read|read) (?:a|an|some|the) (?P<n6>\w+)",
-    re.IGNORECASE)
 _DEFINITION = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was)\s+(?:the\s+)?(?:[\w@.-]+\s*){1,4}"
                          r"(?:\s*\([\w-]+\))?\s*\??\s*$|\bstand for\b|\bwhat (?:is|are) .{1,40} used for\b",
                          re.IGNORECASE)
@@ -39,28 +30,10 @@ _CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|introduce
                            r"derive|design|prove|show|study|establish|find)s?\b", re.IGNORECASE)
 
 
-def finding_kind(question: str) -> Literal["one", "many"] | None:
-    """'one' for 'which paper ...', 'many' for 'which papers ...', None otherwise."""
-    m = _FINDING.search(question)
-    if not m:
-        return None
-    noun = next(g for g in m.groups() if g)
-    if m.group("n5") or m.group("n6"):
-        return "one"
-    return "many" if noun.lower().endswith(("s", "ies")) and not noun.lower().endswith(
-        "ss") else "one"
-
-
 def ranked_sentences(paper: Paper, question: str, qvec: np.ndarray,
                      index: SentenceIndex) -> list[tuple[int, int, float]]:
     """The paper's sentences as (start, end, score) against the question, best first."""
-    spans, vecs = index.get(paper)
-    words = set(tokenize(question))
-    out = []
-    for (s, e), sim in zip(spans, vecs @ qvec, strict=True):
-        lexical = len(words & set(tokenize(paper.clean[s:e]))) / len(words) if words else 0.0
-        out.append((s, e, 0.6 * float(sim) + 0.4 * lexical))
-    return sorted(out, key=lambda x: -x[2]) or [(0, len(paper.clean), 0.0)]
+    return [(ev.start, ev.end, ev.score) for ev in index.rank(paper, question, qvec)]
 
 
 def best_sentence(paper: Paper, question: str, qvec: np.ndarray,
@@ -69,18 +42,19 @@ def best_sentence(paper: Paper, question: str, qvec: np.ndarray,
     return ranked_sentences(paper, question, qvec, index)[0]
 
 
-def paper_scores(papers: list[Paper], question: str, index: SentenceIndex
-                 ) -> list[tuple[Paper, float]]:
+def paper_scores(papers: list[Paper], question: str, index: SentenceIndex,
+                 qvec: np.ndarray | None = None) -> list[tuple[Paper, float]]:
     """Each paper with the score of its best matching sentence, best first."""
-    qvec = index.embedder.embed_one(question)
+    qvec = index.embedder.embed_one(question) if qvec is None else qvec
     scored = [(p, best_sentence(p, question, qvec, index)[2]) for p in papers]
     return sorted(scored, key=lambda x: -x[1])
 
 
-def compose(question: str, papers: list[Paper], index: SentenceIndex
+def compose(question: str, papers: list[Paper], index: SentenceIndex,
+            qvec: np.ndarray | None = None
             ) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
     """'Label (id): matching sentence [n]' for each paper, numbered in the given order."""
-    qvec = index.embedder.embed_one(question)
+    qvec = index.embedder.embed_one(question) if qvec is None else qvec
     parts: list[str] = []
     citations: list[Citation] = []
     sentences: list[AnswerSentence] = []
@@ -104,6 +78,17 @@ def compose(question: str, papers: list[Paper], index: SentenceIndex
     lead = "These papers match:\n" if len(papers) > 1 else ""
     return lead + sep.join(("- " + x if len(papers) > 1 else x) for x in parts), \
         tuple(citations), tuple(sentences)
+
+
+def quote(paper: Paper, picks: list[Evidence], marker: int = 1
+          ) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
+    """'Label (id): the picked sentences [n]': the abstract answering in its own words."""
+    picks = sorted(picks, key=lambda e: e.start)
+    line = f"{paper.label} ({paper.id}): " + " ".join(paper.clean[e.start:e.end] for e in picks)
+    citations = tuple(Citation(marker, paper.id, paper.label, f"{paper.id}#0",
+                               paper.clean[e.start:e.end], e.start, e.end, True, round(e.score, 3))
+                      for e in picks)
+    return f"{line} [{marker}]", citations, (AnswerSentence(line, (marker,), True),)
 
 
 def choose(order: list[Paper], ranked: list[tuple[Paper, float]], kind: str, named: list[str],

@@ -127,6 +127,12 @@ class Retriever:
         self._ensure()
         return self._papers
 
+    @property
+    def names(self) -> dict[str, str]:
+        """Lowercased distinctive name -> paper id (see `name_index`)."""
+        self._ensure()
+        return self._names
+
     def named_papers(self, text: str) -> list[str]:
         """Paper ids whose distinctive names (or exact decimal numbers, like 1.93) occur in
         `text`, in order of appearance."""
@@ -160,15 +166,18 @@ class Retriever:
                 out.append(Scored(c, len(out) + 1, float(scores[i])))
         return out
 
-    def dense(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
+    def dense(self, query: str, k: int, paper_ids: set[str] | None = None,
+              vector: np.ndarray | None = None) -> list[Scored]:
         self._ensure()
-        vec = self.embedder.embed_one(query)
+        vec = self.embedder.embed_one(query) if vector is None else vector
         matches = self.store.query(vec, k, sorted(paper_ids) if paper_ids else None)
         return [Scored(m.chunk, i + 1, m.similarity) for i, m in enumerate(matches)]
 
     def search(self, query: str, k: int | None = None, group: bool = False,
-               paper_ids: set[str] | None = None, mode: str | None = None) -> list[Hit]:
-        """Top `k` chunks (or papers, with `group`), best first, fused by reciprocal rank."""
+               paper_ids: set[str] | None = None, mode: str | None = None,
+               vector: np.ndarray | None = None) -> list[Hit]:
+        """Top `k` chunks (or papers, with `group`), best first, fused by reciprocal rank;
+        `vector` is the query's embedding when the caller has it already."""
         k = self.settings.k if k is None else k
         if k <= 0:
             raise InputError(f"k must be > 0, got {k}")
@@ -178,7 +187,7 @@ class Retriever:
         if mode not in ("hybrid", "dense", "bm25"):
             raise InputError(f"mode must be hybrid, dense or bm25, got {mode!r}")
         s = self.settings
-        dense = self.dense(query, s.dense_k, paper_ids) if mode != "bm25" else []
+        dense = self.dense(query, s.dense_k, paper_ids, vector) if mode != "bm25" else []
         keyword = self.keyword(query, s.bm25_k, paper_ids) if mode != "dense" else []
         fused: dict[str, float] = defaultdict(float)
         chunk_of: dict[str, Chunk] = {}

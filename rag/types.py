@@ -86,6 +86,8 @@ class Answer:
     prompt_tokens: int = 0
     generated_tokens: int = 0
     comparison: Comparison | None = None  # set when the question was a comparison request
+    intent: str = ""  # the router's intent: ask, find, compare, followup, decline
+    language: str = "en"  # ISO 639-1 code of the question, and of the answer text
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from rag.assistant import Assistant, MarkerFilter, clean_question, is_followup
+from rag.assistant import Assistant, MarkerFilter, clean_question
 from rag.prompt import strip_markers
 from rag.types import Final, Sources, Status, Token, Turn
 
@@ -74,13 +74,13 @@ def test_follow_up_resolves_to_the_previous_papers(assistant):
     assert not a.abstained and "1.93" in a.text
 
 
-def test_fragments_follow_up_but_gibberish_does_not():
+def test_fragments_follow_up_but_gibberish_does_not(assistant):
     history = [Turn("What is DeltaStack?", "DeltaStack augments DeltaNet. [1]", ("003-17",))]
-    assert is_followup("and the speedup?", [], history)
-    assert is_followup("What does it prove?", [], history)
-    assert not is_followup("x" * 2000, [], history)  # one 2,000-character "word"
-    assert not is_followup("and the speedup?", ["003-03"], history)  # a paper is named
-    assert not is_followup("and the speedup?", [], [])
+    assert assistant.router.route("and the speedup?", history).intent == "followup"
+    assert assistant.router.route("What does it prove?", history).intent == "followup"
+    junk = assistant.router.route("x" * 2000, history)  # one 2,000-character "word"
+    assert junk.intent == "decline", junk.evidence
+    assert assistant.router.route("and the speedup?", []).intent != "followup"
 
 
 def test_injected_instruction_is_not_obeyed(assistant):

@@ -48,14 +48,14 @@ def check_table(comp, left_id, right_id):
 
 
 def test_name_vs_name_table_without_the_model(assistant):
-    comp = cmp.compare(assistant, "SSL4RL", "TaRO")
+    comp = cmp.compare(assistant.parts, "SSL4RL", "TaRO")
     check_table(comp, "000-01", "003-14")
     code = comp.rows[-1]
     assert code.left.text == "https://github.com/PKU-ML/SSL4RL"
 
 
 def test_description_vs_name(assistant):
-    comp = cmp.compare(assistant, "the attention-based defense against RAG poisoning",
+    comp = cmp.compare(assistant.parts, "the attention-based defense against RAG poisoning",
                        "PaperGuard")
     check_table(comp, "004-06", "003-06")
 
@@ -63,16 +63,16 @@ def test_description_vs_name(assistant):
 def test_follow_up_comparison_uses_the_previous_paper(assistant):
     history = [Turn("What is OGPO?", "OGPO finetunes generative control policies [1].",
                     ("003-19",))]
-    comp = cmp.compare(assistant, "that", "BEXA", history)
+    comp = cmp.compare(assistant.parts, "that", "BEXA", history)
     check_table(comp, "003-19", "003-01")
 
 
 def test_unknown_ambiguous_and_same_sides(assistant):
-    unknown = cmp.compare(assistant, "SSL4RL", "AlphaFold")
+    unknown = cmp.compare(assistant.parts, "SSL4RL", "AlphaFold")
     assert not unknown.rows and "AlphaFold" in unknown.message and "not find" in unknown.message
-    same = cmp.compare(assistant, "Budgeted EXit Actor", "BEXA")
+    same = cmp.compare(assistant.parts, "Budgeted EXit Actor", "BEXA")
     assert not same.rows and "same paper" in same.message and "003-01" in same.message
-    nothing = cmp.compare(assistant, "that", "BEXA", [])
+    nothing = cmp.compare(assistant.parts, "that", "BEXA", [])
     assert not nothing.rows
 
 

@@ -1,0 +1,100 @@
+"""One evidence scorer: how well an abstract sentence supports or answers a piece of text.
+
+score = 0.5 * MiniLM cosine + 0.5 * share of the text's content words found in the
+sentence + 0.05 per shared name or number (at most 3). Extractive answers (rank a paper's
+sentences against a question), citation checking (find the sentence behind an answer
+sentence) and the comparison table (sentences against a description of an aspect) all use
+it, so one threshold means the same thing everywhere. A number the paper never states
+vetoes that paper as support for a claim containing it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.chunk import sentence_spans
+from rag.embed import Embedder
+from rag.evaluate import numbers
+from rag.retrieve import tokenize
+from rag.types import Paper
+
+W_SEMANTIC = 0.5
+W_LEXICAL = 0.5
+W_SHARED = 0.05  # per shared name or number, at most MAX_SHARED of them
+MAX_SHARED = 3
+
+_NAMEISH = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w@-]*\b|\b\w+-\w+\b")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One sentence of one paper and how well it matches the text it was scored against."""
+
+    paper_id: str
+    start: int  # offsets in Paper.clean
+    end: int
+    score: float
+
+
+def names(text: str) -> set[str]:
+    """Name-like tokens (SSL4RL, leak@k, flow-matching), lowercased."""
+    return {m.group().lower() for m in _NAMEISH.finditer(text)}
+
+
+def paper_numbers(paper: Paper) -> set[str]:
+    return numbers(paper.clean) | {m.group() for m in re.finditer(r"\d+(?:\.\d+)?", paper.clean)}
+
+
+class SentenceIndex:
+    """Sentence spans and embeddings of each paper's abstract, computed once per paper, and
+    the scorer over them."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._cache: dict[str, tuple[list[tuple[int, int]], np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, paper: Paper) -> tuple[list[tuple[int, int]], np.ndarray]:
+        key = f"{paper.id}:{paper.content_hash}"
+        with self._lock:
+            if key not in self._cache:
+                spans = sentence_spans(paper.clean)
+                vecs = self.embedder.embed([paper.clean[s:e] for s, e in spans])
+                self._cache[key] = (spans, vecs)
+            return self._cache[key]
+
+    def rank(self, paper: Paper, text: str, vec: np.ndarray | None = None) -> list[Evidence]:
+        """The paper's sentences scored against `text`, best first (never empty)."""
+        vec = self.embedder.embed_one(text) if vec is None else vec
+        spans, vecs = self.get(paper)
+        words, nm, nums = set(tokenize(text)), names(text), numbers(text)
+        out = [Evidence(paper.id, s, e, score(paper.clean[s:e], float(sim), words, nm, nums))
+               for (s, e), sim in zip(spans, vecs @ vec, strict=True)]
+        return sorted(out, key=lambda x: -x.score) or [Evidence(paper.id, 0, len(paper.clean), 0.0)]
+
+    def best(self, papers: list[Paper], text: str, vec: np.ndarray | None = None,
+             veto_numbers: bool = True) -> Evidence | None:
+        """The best sentence for `text` over `papers`; with `veto_numbers`, a paper that lacks
+        a number `text` states cannot supply it."""
+        nums = numbers(text)
+        vec = self.embedder.embed_one(text) if vec is None else vec
+        best: Evidence | None = None
+        for paper in papers:
+            if veto_numbers and nums - paper_numbers(paper):
+                continue
+            top = self.rank(paper, text, vec)[0]
+            if best is None or top.score > best.score:
+                best = top
+        return best
+
+
+def score(sentence: str, similarity: float, words: set[str], text_names: set[str],
+          text_numbers: set[str]) -> float:
+    """The shared formula (see the module docstring); `words` are the text's content words."""
+    lexical = len(words & set(tokenize(sentence))) / len(words) if words else 0.0
+    shared = (text_names & names(sentence)) | (text_numbers & numbers(sentence))
+    return W_SEMANTIC * similarity + W_LEXICAL * lexical + W_SHARED * min(len(shared), MAX_SHARED)

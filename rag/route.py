@@ -1,0 +1,305 @@
+"""The router: one typed Query in, one Route (intent + a reason a user can read) out.
+
+Everything a later stage needs is computed here once: the cleaned text, its language, an
+English search text (translated by the generator when the question is not English, typos
+corrected against the corpus vocabulary when it is), one embedding, the papers it names
+(exactly or fuzzily), and the fused hits. The intent is then decided by evidence:
+
+- compare: an explicit comparison whose sides resolve to papers;
+- follow-up: the question alone finds no paper confidently (or finds the previous one)
+  while the previous turn's papers do match it; no pronoun list is involved;
+- decline: no named paper, no follow-up, and nothing in the index is close;
+- find: "which paper(s) ...", "is there work on ...", "what work is there on X here?";
+- ask: everything else.
+
+Every threshold lives in `RouteSettings` (config), fitted on the eval's dev split.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from rag import compare as cmp
+from rag import language
+from rag.config import RouteSettings
+from rag.evidence import SentenceIndex
+from rag.retrieve import Retriever, tokenize
+from rag.types import Hit, Turn
+
+Intent = Literal["ask", "find", "compare", "followup", "decline"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+_FINDING = re.compile(
+    r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
+    r"\b(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
+    r"(?P<n2>papers?|works?|stud(?:y|ies)|research)\b|"
+    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b|"
+    r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|work|study)\b|"
+    r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|\bwhich (?P<n9>one)\s*\??\s*$|"
+    r"^(?:i|we) (?:remember|recall|once read|read) (?:a|an|some|the) (?P<n6>\w+)|"
+    r"\bwhat (?P<n7>work|research|papers)\s+(?:is|are|exists?)\s+(?:there\s+)?(?:on|about|in)\b|"
+    r"\b(?:any|some) (?P<n8>papers?|works?|research)\s+(?:on|about|that|which|using|in)\b|"
+    r"\b(?:looking|searching) for (?:a |an |any |some )?(?P<n10>papers?|works?|something|anything)"
+    r"\s+(?:on|about|that|which|using|in)\b",
+    re.IGNORECASE)
+
+
+def clean_question(question: str, limit: int) -> tuple[str, str]:
+    """(question, notice): control characters removed, whitespace folded, length capped."""
+    q = " ".join(_CONTROL.sub(" ", question or "").split())
+    if len(q) > limit:
+        cut = q[:limit].rsplit(" ", 1)[0] or q[:limit]
+        return cut, f"Your question was {len(q):,} characters; only the first {len(cut):,} were used."
+    return q, ""
+
+
+def finding_kind(question: str) -> Literal["one", "many"] | None:
+    """'one' for 'which paper ...', 'many' for 'which papers ...' or 'what work is there on
+    ...', None when the question does not ask to find papers."""
+    m = _FINDING.search(question)
+    if not m:
+        return None
+    noun = next(g for g in m.groups() if g).lower()
+    if m.group("n5") or m.group("n6") or m.group("n9"):
+        return "one"
+    if noun in ("something", "anything"):
+        return "many"
+    if m.group("n10") and not noun.endswith("s"):
+        return "one"
+    if noun in ("work", "research") and not m.group(0).lower().startswith("which"):
+        return "many"  # "is there work on X", "what work is there on X": all of it
+    return "many" if noun.endswith(("s", "ies")) and not noun.endswith("ss") else "one"
+
+
+@dataclass(frozen=True)
+class Query:
+    """A question as every later stage needs it, computed once."""
+
+    text: str  # cleaned, as the user wrote it
+    language: str  # ISO 639-1
+    search: str  # English text used for search and for the model
+    vector: np.ndarray  # embedding of `search`
+    named: tuple[str, ...]  # papers named in it, in order of appearance
+    hits: tuple[Hit, ...]  # the best fused hits of `search` (what the sources panel shows)
+    pool: tuple[Hit, ...]  # the longer fused list they head, for paper-finding questions
+    best: float  # best dense cosine of `search` over the index: the off-topic signal
+    notice: str = ""
+    corrected: tuple[tuple[str, str], ...] = ()  # (typo, correction) pairs applied to `search`
+
+
+@dataclass(frozen=True)
+class Route:
+    intent: Intent
+    reason: str  # for the user and the logs: why this route
+    query: Query
+    context: tuple[str, ...] = ()  # follow-up: the previous turn's papers
+    find: Literal["one", "many"] | None = None
+    request: cmp.Request | None = None
+    evidence: dict[str, float] = field(default_factory=dict)  # the numbers behind the choice
+
+
+class Router:
+    """Builds Queries and decides Routes over one retriever's papers."""
+
+    def __init__(self, settings: RouteSettings, retriever: Retriever, sentences: SentenceIndex,
+                 translate: Callable[[str, str], str], max_chars: int = 2000) -> None:
+        self.settings = settings
+        self.retriever = retriever
+        self.sentences = sentences
+        self.translate = translate  # (text, language code) -> English text
+        self.max_chars = max_chars
+        self._vocab: dict[str, int] | None = None
+        self._vocab_key = 0
+
+    # ---- the query --------------------------------------------------------------------------
+
+    def query(self, question: str) -> Query:
+        text, notice = clean_question(question, self.max_chars)
+        lang = language.detect(text, self.settings.language_confidence) if text else "en"
+        corrected: tuple[tuple[str, str], ...] = ()
+        if lang != "en":
+            search = self.translate(text, lang).strip() or text
+        else:
+            search, corrected = self.correct(text)
+        named = self.named(f"{text} {search}" if search != text else text)
+        vector = self.retriever.embedder.embed_one(search)
+        pool = self.retriever.search(search, k=30, vector=vector) if search.strip() else []
+        best = max((h.dense_score for h in pool if h.dense_score is not None), default=0.0)
+        return Query(text, lang, search, vector, tuple(named), tuple(pool[:8]), tuple(pool),
+                     best, notice, corrected)
+
+    def named(self, text: str) -> list[str]:
+        """Papers named in `text`: exact names and numbers first, then fuzzy matches of
+        name-like words (a typo in "SSL4LR" still names SSL4RL)."""
+        papers = self.retriever.papers
+        found = [i for i in dict.fromkeys(re.findall(r"\b\d{3}-\d{2}\b", text)) if i in papers]
+        found += [p for p in self.retriever.named_papers(text) if p not in found]
+        names = self.retriever.names
+        from rapidfuzz import fuzz, process
+
+        for tok in re.findall(r"[\w@.-]{4,}", text):
+            low = tok.lower().strip(".-")
+            if low in names or low in self.vocabulary() or not _namelike(tok):
+                continue
+            hit = process.extractOne(low, list(names), scorer=fuzz.ratio,
+                                     score_cutoff=self.settings.fuzzy_name)
+            if hit and names[hit[0]] not in found:
+                found.append(names[hit[0]])
+        return found
+
+    def vocabulary(self) -> dict[str, int]:
+        """Word counts of the indexed abstracts: what a typo is corrected towards."""
+        papers = self.retriever.papers
+        if self._vocab is None or self._vocab_key != len(papers):
+            counts: Counter[str] = Counter()
+            for p in papers.values():
+                counts.update(w.lower() for w in _WORD.findall(p.clean))
+            self._vocab, self._vocab_key = dict(counts), len(papers)
+        return self._vocab
+
+    def correct(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+        """Words of 4+ letters that are neither in the corpus nor common English (wordfreq's
+        Zipf frequency < route.typo_zipf), replaced by the closest corpus word (rapidfuzz
+        ratio >= route.typo_ratio); names are left alone."""
+        from rapidfuzz import fuzz, process
+        from wordfreq import zipf_frequency
+
+        vocab = self.vocabulary()
+        common = [w for w, n in vocab.items() if len(w) >= 3]
+        fixes: list[tuple[str, str]] = []
+
+        def fix(m: re.Match[str]) -> str:
+            word = m.group(0)
+            low = word.lower()
+            if len(low) < 4 or low in vocab or not word[1:].islower() or low in _KEEP:
+                return word
+            cue = process.extractOne(low, _CUES, scorer=fuzz.ratio, score_cutoff=85)
+            if cue and zipf_frequency(low, "en") < 3.0:  # "wich" (2.8) is a name in wordfreq
+                fixes.append((word, cue[0]))
+                return str(cue[0])
+            if zipf_frequency(low, "en") >= self.settings.typo_zipf:
+                return word
+            hit = process.extractOne(low, common, scorer=fuzz.ratio,
+                                     score_cutoff=self.settings.typo_ratio)
+            if hit is None:
+                return word
+            fixes.append((word, hit[0]))
+            return str(hit[0])
+
+        out = _WORD.sub(fix, text)
+        return out, tuple(fixes)
+
+    # ---- the route --------------------------------------------------------------------------
+
+    def route(self, question: str, history: Sequence[Turn] = ()) -> Route:
+        q = self.query(question)
+        return self.decide(q, history)
+
+    def decide(self, q: Query, history: Sequence[Turn] = ()) -> Route:
+        s = self.settings
+        if not q.text:
+            return Route("decline", "empty", q)
+        if not self.retriever.papers:
+            return Route("decline", "empty-index", q)
+        request = self._comparison(q, history)
+        if request is not None:
+            return Route("compare", "asks to compare two papers", q, request=request)
+        prev = tuple(p for p in (history[-1].paper_ids if history else ())
+                     if p in self.retriever.papers)
+        top = q.hits[0].chunk.paper_id if q.hits else ""
+        evidence = {"best": round(q.best, 3)}
+        kind = finding_kind(q.search)
+        if prev and not (set(q.named) - set(prev)) and kind is None:
+            prev_sim = self._similarity(q, prev)
+            evidence["previous"] = round(prev_sim, 3)
+            alone_confident = q.best >= s.followup_confident and top not in prev
+            if prev_sim >= s.followup_min and (not alone_confident or set(q.named) & set(prev)):
+                return Route("followup", "refers to the previous answer's papers", q,
+                             context=prev, evidence=evidence)
+        if not q.named and q.best < s.offtopic_threshold:
+            return Route("decline", "off-topic: no abstract is close to this question", q,
+                         evidence=evidence)
+        if kind is not None:
+            return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match",
+                         q, find=kind, evidence=evidence)
+        return Route("ask", "a question about the papers' content", q, evidence=evidence)
+
+    def _similarity(self, q: Query, papers: tuple[str, ...]) -> float:
+        """Best cosine of the question against any sentence of `papers` (in memory)."""
+        best = 0.0
+        for pid in papers:
+            _, vecs = self.sentences.get(self.retriever.papers[pid])
+            if len(vecs):
+                best = max(best, float(np.max(vecs @ q.vector)))
+        return best
+
+    def _comparison(self, q: Query, history: Sequence[Turn]) -> cmp.Request | None:
+        """A comparison request whose sides are papers. An imperative "compare A and B" is
+        always one; "A vs B", "how does A differ from B" and "difference between A and B"
+        need at least one side to name a paper, and "A vs B" inside a paper-finding
+        question ("which papers study exploration vs exploitation?") is not one."""
+        for text in dict.fromkeys((q.text, q.search)):
+            tail = re.match(r"^\s*(?:and|so|but|what about)?\s*(?:vs\.?|versus|compared (?:to|with))"
+                            r"\s+(.+?)[?.!]*$", text, re.IGNORECASE)
+            if tail and history and history[-1].paper_ids and self._resolves(tail.group(1), history):
+                return cmp.Request("that", tail.group(1))  # "and versus PQL?" after a turn
+            request = cmp.parse_request(text)
+            if request is None:
+                continue
+            if re.match(r"^\s*(?:and |so |ok,? )?(?:please )?(?:compare|contrast)\b", text,
+                        re.IGNORECASE):
+                return request
+            if finding_kind(text) is not None:
+                continue
+            sides = [self._resolves(x, history) for x in (request.left, request.right)]
+            if all(sides) and len(set(sides)) == 2:
+                return request
+            if any(sides) and any(not found and cmp.looks_like_name(x) for found, x in
+                                  zip(sides, (request.left, request.right), strict=True)):
+                return request  # "PaperGuard vs Llama Guard": the other side is not in the corpus
+        if len(q.named) >= 2 and _COMPARATIVE.search(q.search) and finding_kind(q.search) is None:
+            return cmp.Request(q.named[0], q.named[1])  # "which is faster, A or B?"
+        return None
+
+    def _resolves(self, side: str, history: Sequence[Turn]) -> str:
+        """The paper id a comparison side names (by pronoun, id, name or label), or ""."""
+        if cmp.is_pronoun(side):
+            return history[-1].paper_ids[0] if history and history[-1].paper_ids else ""
+        named = self.named(side)
+        if named:
+            return named[0]
+        low = side.strip().lower()
+        return next((p.id for p in self.retriever.papers.values() if p.label.lower() == low), "")
+
+
+_COMPARATIVE = re.compile(r"\b(?:which|who) (?:is|was|does|do|has|one)\b.*\b(?:better|worse|faster|"
+                          r"slower|more|less|larger|smaller|higher|lower)\b|\b(?:more|less|"
+                          r"better|faster) \w+ than\b|\bcompared? (?:to|with)\b|\bdiffer",
+                          re.IGNORECASE)
+_CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words
+
+_KEEP = frozenset("""about above after again against also although among another anything
+because before being below between both cannot could does doing during each either enough
+every everything from have having here however into itself just many might more most much
+must neither never nothing often other otherwise over quite rather really same several should
+since some something such than that their theirs them then there these they thing things this
+those though through under until very want what whats when where whether which while whom
+whose will with within without would your yours""".split())
+
+
+def _namelike(tok: str) -> bool:
+    """SSL4RL, leak@k, FIRE-Bench, DeltaStack: mixed case, digits or @ inside a word."""
+    inner = tok[1:]
+    return (any(c.isupper() for c in inner) or any(c.isdigit() for c in tok) or "@" in tok) \
+        and not tok.replace(".", "").isdigit()
+
+
+__all__ = ["Intent", "Query", "Route", "Router", "clean_question", "finding_kind", "tokenize"]

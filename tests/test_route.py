@@ -1,0 +1,139 @@
+"""The router, table-driven: tests/data/intents.jsonl holds questions written for the tests
+(none is an eval question) with the intent each should get. Non-English rows go through the
+real generator's translation, so the whole file runs on the real pipeline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag import language
+from rag.guard import asked, expansion, missing_detail
+from rag.route import clean_question, finding_kind
+from rag.types import Turn
+
+TABLE = [json.loads(line) for line in
+         (Path(__file__).parent / "data" / "intents.jsonl").read_text(encoding="utf-8").splitlines()
+         if line.strip()]
+
+
+def _history(row: dict) -> list[Turn]:
+    pairs = row.get("history") or []
+    ids = tuple(row.get("history_papers") or ())
+    return [Turn(u, a, ids) for u, a in pairs]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("row", TABLE, ids=[f"{r['intent']}:{r['question'][:40]}" for r in TABLE])
+def test_intent_table(assistant, row):
+    route = assistant.router.route(row["question"], _history(row))
+    assert route.intent == row["intent"], (route.reason, route.evidence, route.query.search)
+    assert route.reason  # always a reason a user can read
+
+
+@pytest.mark.model
+def test_a_new_question_with_that_after_a_turn_is_not_a_follow_up(assistant):
+    history = [Turn("What is BEXA?", "BEXA adds early exits to the actor [1].", ("003-01",))]
+    route = assistant.router.route("Is there a method that does that kind of key-value cache "
+                                   "pruning for long-context LLM inference?", history)
+    assert route.intent != "followup" and route.context == ()
+    assert route.query.hits[0].chunk.paper_id == "000-19"
+
+
+@pytest.mark.model
+def test_versus_inside_a_topic_question_is_not_a_comparison(assistant):
+    route = assistant.router.route("Which papers look at the exploration versus exploitation "
+                                   "trade-off in reinforcement learning?")
+    assert route.intent == "find" and route.request is None
+
+
+@pytest.mark.model
+def test_typos_are_corrected_and_the_question_is_not_declined(assistant):
+    route = assistant.router.route("wich papres trian flow polcies with reinforcment lerning?")
+    assert route.intent == "find", route.evidence
+    assert dict(route.query.corrected).get("polcies") == "policies"
+    a = assistant.ask("wich papres trian flow polcies with reinforcment lerning?")
+    assert not a.abstained and {"000-04", "004-02", "003-19"} & {c.paper_id for c in a.citations}
+
+
+@pytest.mark.model
+def test_a_spanish_paper_finding_question_is_not_declined(assistant):
+    a = assistant.ask("¿Qué trabajos presentan un benchmark para evaluar agentes de IA?")
+    assert not a.abstained and a.intent == "find" and a.language == "es"
+    assert "003-13" in {c.paper_id for c in a.citations}  # FIRE-BENCH
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("lang,question,paper", [
+    ("es", "¿Qué recompensas utiliza SSL4RL para el aprendizaje por refuerzo?", "000-01"),
+    ("de", "Wie viel schneller ist SVOO bei der Videoerzeugung?", "003-03"),
+    ("zh", "DeltaStack 在 DeltaNet 的基础上增加了什么？", "003-17"),
+])
+def test_questions_in_other_languages_get_cited_answers_in_that_language(assistant, lang,
+                                                                          question, paper):
+    a = assistant.ask(question)
+    assert not a.abstained, a.text
+    assert a.language == lang
+    assert paper in {c.paper_id for c in a.citations if c.supported}
+    prose = " ".join(s.text for s in a.sentences) or a.text
+    assert language.detect(prose) == lang, prose
+
+
+def test_wall_clock_speedup_is_not_a_missing_detail(papers):
+    q = "What wall-clock speedup does SVOO report?"
+    assert asked(q, ("SVOO",)).kind == "number"
+    assert missing_detail(q, papers["003-03"], similarity=0.0, threshold=0.45) is None
+
+
+@pytest.mark.parametrize("pid,question,head", [
+    ("000-01", "What learning rate did SSL4RL use?", "learning rate"),
+    ("003-01", "How many GPUs were used to train BEXA?", "gpus"),
+    ("000-06", "Under which license is the SplAttN code released?", "license"),
+    ("004-16", "Who are the authors of FedScar?", "authors"),
+])
+def test_details_the_abstract_never_mentions(papers, pid, question, head):
+    assert missing_detail(question, papers[pid], similarity=0.1, threshold=0.45) == head
+    # a sentence that matches the question well overrules the missing word
+    assert missing_detail(question, papers[pid], similarity=0.9, threshold=0.45) is None
+
+
+def test_acronym_expansion_is_read_from_the_abstract(papers):
+    long_form, start, end = expansion("BEXA", papers["003-01"])
+    assert long_form == "Budgeted EXit Actor"
+    assert papers["003-01"].clean[start:end].startswith("Budgeted EXit Actor")
+    assert expansion("NOPE", papers["003-01"]) is None
+
+
+@pytest.mark.parametrize("question,kind", [
+    ("Which paper reports a 1.93x speedup?", "one"),
+    ("Which papers use flow policies for RL?", "many"),
+    ("What work is there on spiking networks here?", "many"),
+    ("Is there work on unlearning in this collection?", "many"),
+    ("A theory paper on forgetting - which is it?", "one"),
+    ("What speedup does SVOO achieve?", None),
+])
+def test_finding_questions(question, kind):
+    assert finding_kind(question) == kind
+
+
+def test_definition_questions():
+    from rag.extract import is_definition
+
+    assert is_definition("What is CapImagine?") and is_definition("What does PIAA stand for?")
+    assert not is_definition("What speedup does SVOO achieve?")
+
+
+def test_clean_question():
+    assert clean_question("a\x00b\u200b  c\u202e", 2000) == ("a b c", "")
+    q, notice = clean_question("word " * 1000, 100)
+    assert len(q) <= 100 and "characters" in notice
+
+
+@pytest.fixture(scope="module")
+def papers():
+    from rag.config import ROOT
+    from rag.corpus import load_corpus
+
+    return load_corpus(ROOT / "seeds").by_id()
