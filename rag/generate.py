@@ -1,194 +1,80 @@
-"""The transformers adapter: `Generator.stream(prompt)` yields text pieces; the rest builds on it.
+"""The generation facade: `Generator.stream(prompt)` yields text pieces; the rest builds on it.
 
-This is the only module that imports transformers' model and generation classes. The model
-loads once, lazily, on the first call (or `warm_up()`). Every `stream()` call gets its own
-streamer and its own background thread, so concurrent callers never share state.
-
-Prefix reuse: `format_chat` remembers each system prompt it formats. The first prompt that
-starts with one prefills it; later prompts get a copy of its key/value cache and prefill
-only what follows (greedy output is unchanged; `tests/test_models.py` checks it).
+The engine behind it (rag/engines/) is chosen by `generate.engine`: llama.cpp on the GGUF
+file, transformers on the converted HF folder, or an OpenAI-compatible server; "auto" takes
+the one `rag prepare` timed fastest here (`engine_reason` says why). Engines load once,
+lazily, on the first call (or `warm_up()`). Every `stream()` call has its own state, so
+concurrent callers never share it; up to `parallel` of them generate at once.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
-from rag.config import Settings, offline_environment, threads_sleep
-from rag.errors import InputError, ModelError
-from rag.fastpath import prefill_only_uncached, split_small_matmuls
-from rag.models import PRESETS, invalidate, resolve_model
+from rag.config import Settings
+from rag.engines import make_engine
+from rag.engines.base import ChatPrompt, Engine, GenerationStats, GenerationStream, Prefix, chat_messages
+from rag.engines.choose import resolve
+from rag.errors import InputError
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+__all__ = ["ChatPrompt", "GenerationStats", "GenerationStream", "Generator"]
 
 log = logging.getLogger(__name__)
 
-FIX = "run `rag prepare` (or `make run`) to prepare it"
-MAX_PREFIXES = 8  # distinct system prompts whose caches are kept (each is a few MB)
-
-
-@dataclass
-class _Prefix:
-    """The tokens every prompt with one system prompt starts with, and their KV cache."""
-
-    ids: Any  # 1-D LongTensor
-    cache: Any = None  # a transformers Cache once the first matching prompt has run
-
-
-@dataclass
-class GenerationStats:
-    """Counters for one `stream()` call, filled in as it runs; final once the stream ends."""
-
-    prompt_tokens: int = 0
-    generated_tokens: int = 0  # includes the end-of-turn token when the model emitted one
-    cached_prompt_tokens: int = 0  # prompt tokens whose KV cache was reused, not prefilled
-    first_token_seconds: float | None = None  # from the call to the first generated token
-    seconds: float = 0.0  # from the call to the end of generation
-    finish_reason: str = ""  # "end" (end-of-turn token), "length" (max_new_tokens), "stopped"
-
-    @property
-    def decode_tokens_per_second(self) -> float | None:
-        """Tokens after the first one, per second after the first one: the decode speed."""
-        if self.first_token_seconds is None or self.generated_tokens < 2:
-            return None
-        span = self.seconds - self.first_token_seconds
-        return (self.generated_tokens - 1) / span if span > 0 else None
-
-
-class GenerationStream(Iterator[str]):
-    """The text pieces of one generation. Closing it (or dropping it) cancels the generation."""
-
-    def __init__(self, pieces: Iterator[str], stats: GenerationStats) -> None:
-        self._pieces = pieces
-        self.stats = stats
-
-    def __next__(self) -> str:
-        return next(self._pieces)
-
-    def close(self) -> None:
-        """Stop generating and wait for the worker thread; safe to call twice."""
-        close = getattr(self._pieces, "close", None)
-        if close is not None:
-            close()
-
-    def __enter__(self) -> GenerationStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class Generator:
-    """A causal LM and its tokenizer, loaded on first use and shared by all calls."""
+    """One engine, loaded on first use and shared by all calls."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._gen = settings.generate
-        self._load_lock = threading.Lock()
-        self._generate_lock = threading.Lock()  # 2 cores: one generation at a time is fastest
-        self._model: PreTrainedModel | None = None
-        self._tokenizer: PreTrainedTokenizerBase | None = None
-        self._prefixes: dict[str, _Prefix] = {}  # system prompt -> its token prefix and cache
+        choice = resolve(settings)
+        self.engine_kind = choice.engine  # "llama.cpp" | "transformers" | "openai"
+        self.engine_reason = choice.reason  # why this engine: for the status line and the log
+        self.engine: Engine = make_engine(settings, choice.engine)
+        log.info("generation engine: %s (%s)", self.engine.name, choice.reason)
+
+    @property
+    def engine_name(self) -> str:
+        """E.g. "llama.cpp (prebuilt wheel)", "transformers", "openai http://host:8080"."""
+        return self.engine.name
+
+    @property
+    def parallel(self) -> int:
+        """Generations the engine runs at once: the UI's concurrency limit should follow it."""
+        return self.engine.parallel
 
     @property
     def prompt_lookup_num_tokens(self) -> int:
-        """Draft tokens for prompt-lookup decoding: the setting, else the preset's choice."""
-        if self._gen.prompt_lookup_num_tokens is not None:
-            return self._gen.prompt_lookup_num_tokens
-        preset = PRESETS.get(self._gen.preset)
-        return preset.prompt_lookup_num_tokens if preset else 0
+        """Prompt-lookup draft tokens (the transformers engine's speedup; 0 elsewhere)."""
+        return int(getattr(self.engine, "prompt_lookup_num_tokens", 0))
 
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self.engine.loaded
+
+    @property
+    def _prefixes(self) -> dict[str, Prefix]:
+        """System prompts whose cache the engine keeps (tests check warm-up filled them)."""
+        return self.engine.prefixes
 
     def warm_up(self, *systems: str) -> None:
-        """Load the model now rather than on the first request, and prefill the given
+        """Load the engine now rather than on the first request, and prefill the given
         system prompts' caches (when `reuse_prefix_cache` is on)."""
-        import torch
+        self.engine.load()
+        if self._gen.reuse_prefix_cache and systems:
+            self.engine.warm_up(systems)
 
-        model, _ = self._load()
-        for system in systems if self._gen.reuse_prefix_cache else ():
-            self.format_chat(system, "")  # remembers its prefix
-            prefix = self._prefixes.get(system)
-            if prefix is not None:
-                with self._generate_lock, torch.inference_mode():
-                    self._build(model, prefix)
+    def format_chat(self, system: str, user: str, history: Sequence[tuple[str, str]] = ()) -> ChatPrompt:
+        """The chat as the engine's prompt: its template's text, with the turns kept."""
+        messages = chat_messages(system, user, history)
+        return ChatPrompt(self.engine.render(messages), messages)
 
-    def format_chat(self, system: str, user: str, history: Sequence[tuple[str, str]] = ()) -> str:
-        """The model's chat template over system, past (user, assistant) turns and `user`."""
-        _, tokenizer = self._load()
-        messages = [{"role": "system", "content": system}]
-        for past_user, past_answer in history:
-            messages += [
-                {"role": "user", "content": past_user},
-                {"role": "assistant", "content": past_answer},
-            ]
-        messages.append({"role": "user", "content": user})
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        assert isinstance(text, str)
-        if self._gen.reuse_prefix_cache and system not in self._prefixes:
-            self._remember_prefix(system)
-        return text
-
-    def _remember_prefix(self, system: str) -> None:
-        """Store the token prefix every prompt with this system prompt starts with: the
-        common tokens of two different user messages, less one (a BPE merge across the
-        boundary could change it)."""
-        import torch
-
-        _, tokenizer = self._load()
-        a, b = (
-            tokenizer.apply_chat_template(
-                [{"role": "system", "content": system}, {"role": "user", "content": user}],
-                tokenize=False,
-                add_generation_prompt=True,
-            )
-            for user in ("Passages: a", "Question: z?")
-        )
-        ids_a, ids_b = (tokenizer(t, add_special_tokens=False)["input_ids"] for t in (a, b))
-        common = next(
-            (i for i, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y),
-            min(len(ids_a), len(ids_b)),
-        )
-        if common > 1 and len(self._prefixes) < MAX_PREFIXES:
-            self._prefixes[system] = _Prefix(torch.tensor(ids_a[: common - 1]))
-
-    def _reused_cache(self, model: PreTrainedModel, ids: Any) -> tuple[int, Any]:
-        """(tokens covered, a private copy of their KV cache) for the longest remembered
-        prefix `ids` starts with, or (0, None). Builds the cache on first use; call it
-        under the generate lock."""
-        import torch
-
-        match = max(
-            (
-                p
-                for p in list(self._prefixes.values())
-                if ids.shape[1] > p.ids.numel() and torch.equal(ids[0, : p.ids.numel()], p.ids)
-            ),
-            key=lambda p: p.ids.numel(),
-            default=None,
-        )
-        if match is None:
-            return 0, None
-        return int(match.ids.numel()), copy.deepcopy(self._build(model, match))
-
-    @staticmethod
-    def _build(model: PreTrainedModel, prefix: _Prefix) -> Any:
-        """The prefix's KV cache, computed on first use; call under the generate lock."""
-        if prefix.cache is None:
-            prefix.cache = model(prefix.ids[None], use_cache=True).past_key_values
-        return prefix.cache
-
-    def count_tokens(self, text: str) -> int:
-        _, tokenizer = self._load()
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    def count_tokens(self, prompt: str) -> int:
+        return self.engine.count_tokens(str(prompt))
 
     def generate(self, prompt: str, max_new_tokens: int | None = None) -> str:
         """The whole completion of `prompt`, built on `stream()`."""
@@ -201,10 +87,10 @@ class Generator:
         max_new_tokens: int | None = None,
         stop: threading.Event | None = None,
     ) -> GenerationStream:
-        """Yield the completion of `prompt` (already chat-formatted) piece by piece.
+        """Yield the completion of `prompt` (from `format_chat`, or raw text) piece by piece.
 
-        Setting `stop` ends generation after the current token. Errors raised by the
-        generation thread are re-raised here, in the caller.
+        Setting `stop` ends generation after the current token. Errors raised while
+        generating are re-raised here, in the caller.
         """
         limit = self._gen.max_new_tokens if max_new_tokens is None else max_new_tokens
         if limit <= 0:
@@ -212,142 +98,27 @@ class Generator:
         if not prompt:
             raise InputError("prompt must not be empty")
         started = time.perf_counter()
-        model, tokenizer = self._load()
+        self.engine.load()
         stats = GenerationStats()
-        inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
-        stats.prompt_tokens = int(inputs["input_ids"].shape[1])
-        return GenerationStream(self._run(model, tokenizer, inputs, limit, stop, stats, started), stats)
+        return GenerationStream(self._run(prompt, limit, stop, stats, started), stats)
 
-    def _run(
-        self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
-        inputs: Any,
-        limit: int,
-        stop: threading.Event | None,
-        stats: GenerationStats,
-        started: float,
-    ) -> Iterator[str]:
-        import torch
-        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
-
-        cancel = threading.Event()  # set when the caller closes the stream early
-        fired: list[bool] = []  # non-empty once the criterion below has stopped generation
-
-        class Cancelled(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                hit = cancel.is_set() or (stop is not None and stop.is_set())
-                if hit:
-                    fired.append(True)
-                return torch.full((input_ids.shape[0],), hit, dtype=torch.bool)
-
-        class Streamer(TextIteratorStreamer):
-            def put(self, value: Any) -> None:
-                if not self.next_tokens_are_prompt:  # the first put is the prompt itself
-                    if stats.first_token_seconds is None:
-                        stats.first_token_seconds = time.perf_counter() - started
-                    stats.generated_tokens += int(value.numel())
-                super().put(value)
-
-        streamer = Streamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
-        kwargs: dict[str, Any] = dict(
-            inputs,
-            max_new_tokens=limit,
-            streamer=streamer,
-            stopping_criteria=StoppingCriteriaList([Cancelled()]),
-            pad_token_id=model.generation_config.pad_token_id,
-        )
-        if self._gen.temperature > 0:
-            kwargs.update(do_sample=True, temperature=self._gen.temperature)
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-        if self.prompt_lookup_num_tokens > 0:
-            kwargs["prompt_lookup_num_tokens"] = self.prompt_lookup_num_tokens
-        failure: list[BaseException] = []
-
-        def work() -> None:
-            try:
-                with self._generate_lock, torch.inference_mode():
-                    if self._gen.reuse_prefix_cache:
-                        covered, cache = self._reused_cache(model, kwargs["input_ids"])
-                        if cache is not None:
-                            kwargs["past_key_values"] = cache
-                            stats.cached_prompt_tokens = covered
-                    model.generate(**kwargs)  # type: ignore[operator]
-            except BaseException as e:  # handed to the caller's thread below
-                failure.append(e)
-                streamer.end()
-            finally:
-                stats.seconds = time.perf_counter() - started
-
-        worker = threading.Thread(target=work, name="rag-generate", daemon=True)
-        worker.start()
+    def _run(self, prompt: str, limit: int, stop: threading.Event | None,
+             stats: GenerationStats, started: float) -> Iterator[str]:
+        stopped = stop.is_set if stop is not None else (lambda: False)
         finished = False
         try:
-            for piece in streamer:
-                if piece:
-                    yield piece
+            yield from self.engine.pieces(prompt, limit, stopped, stats, started)
             finished = True
         finally:
-            cancel.set()  # a no-op after a normal end; stops the worker if the caller left early
-            worker.join()
-            if not finished:
+            stats.seconds = time.perf_counter() - started
+            if not finished or stopped():
                 stats.finish_reason = "stopped"
-        if failure:
-            raise failure[0]
-        if fired:
-            stats.finish_reason = "stopped"
-        elif stats.generated_tokens >= limit:
-            stats.finish_reason = "length"
-        else:
-            stats.finish_reason = "end"
         log.debug(
-            "generated %d tokens from %d in %.2f s (first token %.2f s)",
+            "%s: %d tokens from %d (%d cached) in %.2f s (first token %.2f s)",
+            self.engine.name,
             stats.generated_tokens,
             stats.prompt_tokens,
+            stats.cached_prompt_tokens,
             stats.seconds,
             stats.first_token_seconds or 0.0,
         )
-
-    def _load(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-        if self._model is None or self._tokenizer is None:
-            with self._load_lock:
-                if self._model is None or self._tokenizer is None:
-                    self._model, self._tokenizer = self._load_now()
-        return self._model, self._tokenizer
-
-    def _load_now(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-        offline_environment()  # before torch loads, if it has not yet
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        source = resolve_model(self._settings)
-        torch.set_num_threads(self._gen.threads)
-        started = time.perf_counter()
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(source))
-            model = AutoModelForCausalLM.from_pretrained(str(source), dtype=torch.float32)
-        except MemoryError:
-            raise
-        except Exception as e:
-            fix = "check generate.preset"
-            if self._gen.preset in PRESETS:  # a broken prepared folder: let `prepare` rebuild it
-                log.warning("model folder %s failed to load; marked for re-preparation", source)
-                invalidate(self._settings)
-                fix = FIX
-            raise ModelError(f"cannot load the model from {source} ({e}); {fix}") from e
-        if not tokenizer.chat_template:
-            raise ModelError(f"the tokenizer in {source} has no chat template; {FIX}")
-        model.eval()
-        prefill_only_uncached(model)
-        if self._gen.split_small_matmuls:
-            if threads_sleep():
-                split_small_matmuls(model, self._gen.threads, lambda: self._gen.split_small_matmuls)
-            else:  # spinning OpenMP threads would make the split slower than MKL alone
-                log.warning(
-                    "generate.split_small_matmuls is off: torch was loaded before "
-                    "rag.config.offline_environment() could set OMP_WAIT_POLICY=PASSIVE"
-                )
-        log.info("loaded %s in %.1f s", source, time.perf_counter() - started)
-        return model, tokenizer
-

