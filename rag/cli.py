@@ -12,10 +12,10 @@ import logging
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rag.config import Settings, load_settings, offline_environment
-from rag.errors import RagError
+from rag.errors import InputError, RagError
 
 log = logging.getLogger("rag")
 
@@ -46,7 +46,7 @@ def cmd_ingest(args: argparse.Namespace, s: Settings) -> int:
 
     store, embedder, _ = _components(s)
     report = ingest(s, store, embedder, Path(args.seeds) if args.seeds else None,
-                    progress=not args.quiet)
+                    progress=not args.quiet, batch_chunks=args.batch)
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(report.summary())
@@ -132,6 +132,9 @@ def cmd_compare(args: argparse.Namespace, s: Settings) -> int:
     from rag.assistant import Assistant
     from rag.export import comparison_markdown
 
+    if args.markdown and not Path(args.markdown).resolve().parent.is_dir():
+        raise InputError(f"--markdown {args.markdown}: the folder "
+                         f"{Path(args.markdown).resolve().parent} does not exist")
     a = Assistant.from_settings(s)
     answer = _print_stream(a.compare_stream(args.left, args.right), args.json)
     if args.json:
@@ -149,7 +152,8 @@ def cmd_eval(args: argparse.Namespace, s: Settings) -> int:
     from rag.eval_run import run_eval
 
     return run_eval(s, Path(args.questions), Path(args.out) if args.out else None,
-                    retrieval_only=args.retrieval_only, mode=args.mode, limit=args.limit)
+                    retrieval_only=args.retrieval_only, mode=args.mode, limit=args.limit,
+                    split=args.split)
 
 
 def cmd_papers(args: argparse.Namespace, s: Settings) -> int:
@@ -168,8 +172,34 @@ def cmd_serve(args: argparse.Namespace, s: Settings) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line on stderr and exit code 2, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+def positive(text: str) -> int:
+    """An argparse type: an integer > 0, named in the error otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def port(text: str) -> int:
+    value = positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, got {value}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rag", description=__doc__.splitlines()[0])
+    p = _Parser(prog="rag", description=__doc__.splitlines()[0])
     p.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = p.add_subparsers(dest="command", required=True)
     sp = sub.add_parser("prepare", help="assemble and convert the local model (once)")
@@ -178,10 +208,12 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("ingest", help="index the seed abstracts (incremental)")
     sp.add_argument("--seeds", help="folder of seed .txt files (default: paths.seeds)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.add_argument("--batch", type=positive, default=256, metavar="N",
+                    help="chunks embedded and written per step (default 256)")
     sp.set_defaults(fn=cmd_ingest)
     sp = sub.add_parser("search", help="hybrid search over the index")
     sp.add_argument("query")
-    sp.add_argument("--k", type=int, default=5)
+    sp.add_argument("--k", type=positive, default=5)
     sp.add_argument("--papers", action="store_true", help="best chunk per paper")
     sp.add_argument("--mode", choices=["hybrid", "dense", "bm25"])
     sp.add_argument("--json", action="store_true")
@@ -201,12 +233,14 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="write one JSON row per question")
     sp.add_argument("--retrieval-only", action="store_true")
     sp.add_argument("--mode", choices=["hybrid", "dense", "bm25"])
-    sp.add_argument("--limit", type=int, help="only the first N rows")
+    sp.add_argument("--limit", type=positive, help="only the first N rows")
+    sp.add_argument("--split", choices=["dev", "test"], help="only that split (default: both, "
+                    "reported apart)")
     sp.set_defaults(fn=cmd_eval)
     sp = sub.add_parser("papers", help="list the indexed papers")
     sp.set_defaults(fn=cmd_papers)
     sp = sub.add_parser("serve", help="serve the browser chat on 127.0.0.1")
-    sp.add_argument("--port", type=int)
+    sp.add_argument("--port", type=port)
     sp.set_defaults(fn=cmd_serve)
     return p
 
@@ -222,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
         return int(args.fn(args, settings))
     except RagError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a file named on the command line cannot be read or written
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

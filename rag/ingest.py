@@ -20,6 +20,7 @@ from rag.chunk import chunk_paper
 from rag.config import Settings
 from rag.corpus import load_corpus
 from rag.embed import Embedder
+from rag.errors import InputError
 from rag.store import Store
 from rag.types import Chunk, Paper
 
@@ -65,6 +66,8 @@ def plan(papers: list[Paper], settings: Settings) -> dict[str, list[Chunk]]:
 def ingest(settings: Settings, store: Store, embedder: Embedder, seeds: Path | None = None,
            progress: bool = False, batch_chunks: int = 256) -> IngestReport:
     """Bring the index in line with the seed folder; raises CorpusError before any write."""
+    if batch_chunks <= 0:
+        raise InputError(f"batch_chunks must be > 0, got {batch_chunks}")
     t0 = time.perf_counter()
     corpus = load_corpus(seeds or settings.paths.seeds)
     papers = {p.id: p for p in corpus.papers}
@@ -91,6 +94,7 @@ def ingest(settings: Settings, store: Store, embedder: Embedder, seeds: Path | N
         vectors = embedder.embed([c.text for c in batch])
         store.upsert(batch, vectors, papers, hashes)
         bar.update(len(batch))
+        log.info("stored %d/%d chunks", i + len(batch), len(pending))
     bar.close()
     stale = [cid for pid in todo for cid in stored_ids.get(pid, set())
              if cid not in {c.id for c in chunks[pid]}]

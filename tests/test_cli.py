@@ -69,3 +69,30 @@ def test_compare_cli_markdown(settings, tmp_path):
     assert res.returncode == 0, res.stderr
     text = md.read_text()
     assert "000-01" in text and "003-01" in text and "## References" in text
+
+
+@pytest.mark.parametrize("args,expected", [
+    ([], "error: the following arguments are required: command"),
+    (["bogus"], "error: argument command: invalid choice: 'bogus'"),
+    (["search"], "error: the following arguments are required: query"),
+    (["search", "x", "--k", "0"], "error: argument --k: must be > 0, got 0"),
+    (["search", "x", "--k", "many"], "error: argument --k: 'many' is not a whole number"),
+    (["search", "x", "--mode", "fuzzy"], "error: argument --mode: invalid choice: 'fuzzy'"),
+    (["ingest", "--batch", "-3"], "error: argument --batch: must be > 0, got -3"),
+    (["serve", "--port", "70000"], "error: argument --port: a port is 1-65535, got 70000"),
+    (["eval", "q.jsonl", "--limit", "x"], "error: argument --limit: 'x' is not a whole number"),
+    (["ask", "q", "--no-such-flag"], "error: unrecognized arguments: --no-such-flag"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path, args, expected):
+    res = rag(args, tmp_path)
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected), res.stderr
+    assert "--help" in lines[0]  # where to look next
+
+
+def test_unwritable_markdown_path_is_one_line(settings, tmp_path):
+    res = rag(["compare", "000-01", "BEXA", "--markdown", str(tmp_path / "no" / "such" / "x.md")],
+              settings.paths.data)
+    assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, res.stderr
+    assert res.stderr.startswith("error: --markdown ") and "does not exist" in res.stderr

@@ -47,11 +47,11 @@ def browser() -> Iterator[Any]:
         yield b
 
 
-def open_session(browser: Any, url: str) -> Any:
+def open_session(browser: Any, url: str, wait: bool = True) -> Any:
     page = browser.new_context(viewport={"width": 1100, "height": 800}).new_page()
-    page.goto(url)
-    page.wait_for_selector("#chat")
-    page.wait_for_function("document.querySelector('#send button, button#send') !== null")
+    page.goto(url, wait_until="load" if wait else "commit")
+    if wait:
+        page.wait_for_selector("#question textarea")
     return page
 
 
@@ -68,11 +68,12 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
     plan = [QUESTIONS[i % len(QUESTIONS)] for i in range(n)]
     app = create_app(assistant, settings)
     with served(app, settings) as url:
-        pages = [open_session(browser, url) for _ in plan]
+        # Everyone opens the page and asks as soon as the box is there: the sessions' first
+        # reads of their gr.State race the page's load events (the 2-in-8 "Error" was there).
+        pages = [open_session(browser, url, wait=False) for _ in plan]
+        sent: list[float] = []
         for page, (q, _, _) in zip(pages, plan, strict=True):
             page.locator("#question textarea").fill(q)
-        sent: list[float] = []
-        for page in pages:  # as close together as one driver can click
             page.locator("#send").click()
             sent.append(time.monotonic())
         started: dict[int, float] = {}
@@ -135,13 +136,15 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
 
 def test_full_queue_tells_a_newcomer_at_once_and_a_retry_works(assistant: Any, settings: Any,
                                                                browser: Any) -> None:
-    """max_queue 1: one answer running, one waiting, the third is refused at once."""
+    """max_queue 1: one answer running, one waiting; a newcomer is refused at once, and its
+    retry works although the full queue also turned away its page's load events (how 2 of 8
+    sessions met gradio deep-copying a gr.State default that held a lock)."""
     from ui.app import create_app
 
     small = settings.model_copy(update={"ui": settings.ui.model_copy(update={"max_queue": 1})})
     app = create_app(assistant, small)
     with served(app, small) as url:
-        a, b, c = (open_session(browser, url) for _ in range(3))
+        a, b = (open_session(browser, url) for _ in range(2))
         a.locator("#question textarea").fill("How does DeltaStack extend linear attention?")
         a.locator("#send").click()
         a.wait_for_selector("#status .status-searching, #status .status-writing, "
@@ -149,6 +152,7 @@ def test_full_queue_tells_a_newcomer_at_once_and_a_retry_works(assistant: Any, s
         b.locator("#question textarea").fill("What does Blend-ASC improve over self-consistency?")
         b.locator("#send").click()
         b.wait_for_selector("#status .status-waiting", timeout=10_000)
+        c = open_session(browser, url)  # arrives while the queue is full
         newcomer = "What problem does PaperGuard address?"
         c.locator("#question textarea").fill(newcomer)
         c.locator("#send").click()
@@ -162,7 +166,7 @@ def test_full_queue_tells_a_newcomer_at_once_and_a_retry_works(assistant: Any, s
         for p in (a, b):
             p.wait_for_selector("#status .status-done", timeout=300_000)
         c.locator("#send").click()  # the retry
-        c.wait_for_selector("#status .status-done", timeout=300_000)
+        c.wait_for_selector("#status .status-done, #status .status-error", timeout=180_000)
         st = page_state(c)
         assert st["users"] == [newcomer] and "003-06" in st["cited"], st
         for p in (a, b, c):
