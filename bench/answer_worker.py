@@ -1,27 +1,31 @@
-"""One preset in a fresh process (so presets never share memory): bench.py runs this.
+"""One preset on one engine in a fresh process (so runs never share memory): bench.py runs this.
 
-    python bench/answer_worker.py hf --preset qwen2.5-0.5b --questions q29,q31 \
-        --variants baseline,lookup --out res.json
-    python bench/answer_worker.py llamacpp --preset qwen2.5-0.5b --prompts p.json --out res.json
+    python bench/answer_worker.py --preset qwen2.5-0.5b --engine llama.cpp \
+        --questions q29,q31 --concurrency 1,4,8 --out res.json
+    python bench/answer_worker.py --preset qwen2.5-0.5b --engine transformers --variants baseline,split ...
 
-`hf` builds a throwaway index of seeds/, loads the prepared HF folder (timed), asks each
-question through Assistant.stream per variant and records event timings, the generator's
-own counters and the answer-accuracy row; `llamacpp` replays the exact chat-formatted
-prompts through llama-cpp-python on the preset's GGUF with the same thread count.
+It builds a throwaway index of seeds/, loads the engine (timed), then
+- asks each question through Assistant.stream one at a time: event timings, the generator's
+  counters (the app's decode: tokens after the first / time after the first, as streamed),
+  the engine's own decode on the same generation (llama.cpp reports it; for transformers the
+  same prompts are replayed through model.generate without the streamer), the answer row;
+- asks 4 and 8 questions at once (threads, as the UI's concurrent sessions): answers per
+  minute and each question's wait from submission to its final answer;
+- with --variants (transformers only): the speedup variants of bench/speedups.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from common import BUSY, ROOT, CpuWatch, peak_rss_mb, quiet, write_json
+from common import BUSY, ROOT, CpuWatch, pct, peak_rss_mb, quiet, write_json
 
 SLOW_ABORT = 1.5  # a variant whose first two answers take > 1.5x baseline's is stopped early
 TRIES = 3  # a question measured while other processes used the CPU is measured again
@@ -41,12 +45,33 @@ def measured(fn: Any, wait_s: float) -> dict[str, Any]:
     return rec
 
 
-def ask(a: Any, row: Any, captured: list[Any]) -> dict[str, Any]:
+class Capture:
+    """Wraps Generator.stream to keep each call's prompt and stats, per thread."""
+
+    def __init__(self, gen: Any) -> None:
+        self.local = threading.local()
+        stream = gen.stream
+
+        def recording(prompt: str, *args: Any, **kwargs: Any) -> Any:
+            s = stream(prompt, *args, **kwargs)
+            self.calls.append((prompt, s.stats))
+            return s
+
+        gen.stream = recording
+
+    @property
+    def calls(self) -> list[Any]:
+        if not hasattr(self.local, "calls"):
+            self.local.calls = []
+        return self.local.calls  # type: ignore[no-any-return]
+
+
+def ask(a: Any, row: Any, cap: Capture) -> dict[str, Any]:
     """One question through the real stream: when each event arrived, and the answer row."""
     from rag.eval_run import answer_row
     from rag.types import Final, Sources, Token
 
-    captured.clear()
+    cap.calls.clear()
     watch = CpuWatch()
     t0 = time.perf_counter()
     sources_s = first_visible_s = None
@@ -64,34 +89,75 @@ def ask(a: Any, row: Any, captured: list[Any]) -> dict[str, Any]:
     ids = list(dict.fromkeys(h.chunk.paper_id for h in answer.hits)) or list(answer.closest)
     rec = answer_row(row, answer, ids)
     rec.update(sources_s=sources_s, first_visible_s=first_visible_s, total_s=total,
-               ttft_s=answer.first_token_seconds, model=bool(captured),
+               ttft_s=answer.first_token_seconds, model=bool(cap.calls),
                other_cores=watch.other_cores())
-    if captured:
-        prompt, st = captured[-1]
-        rec.update(prompt=prompt, prompt_tokens=st.prompt_tokens,
-                   cached_prompt_tokens=st.cached_prompt_tokens,
+    if cap.calls:
+        prompt, st = cap.calls[-1]
+        rec.update(prompt=str(prompt), chat=[[m.role, m.content] for m in getattr(prompt, "messages", ())],
+                   prompt_tokens=st.prompt_tokens, cached_prompt_tokens=st.cached_prompt_tokens,
                    generated_tokens=st.generated_tokens, prefill_s=st.first_token_seconds,
                    gen_s=st.seconds, decode_tok_s=st.decode_tokens_per_second,
-                   finish=st.finish_reason)
+                   engine_decode_tok_s=st.engine_decode_tokens_per_second, finish=st.finish_reason)
     return rec
 
 
-def weight_counts(model: Any) -> dict[str, Any]:
-    """Weights a decode step reads (all but the input embedding table, unless it is tied to
-    lm_head) and weights a prefill token multiplies (those, less lm_head: generate() applies
-    lm_head to the last prompt position only)."""
-    emb = model.get_input_embeddings().weight
-    head = model.get_output_embeddings().weight
-    total = int(model.num_parameters())
-    tied = emb.data_ptr() == head.data_ptr()
-    read = total if tied else total - emb.numel()
-    return {"params_read_per_token": read, "params_prefill": read - head.numel(),
-            "tied_embeddings": tied}
+def raw_transformers_decode(gen: Any, recs: list[dict[str, Any]]) -> None:
+    """The transformers engine's decode without the app: each recorded prompt through
+    model.generate (no streamer, no worker thread), N tokens forced, timed against 1."""
+    import torch
+
+    model, tokenizer = gen.engine._load()
+    lookup = gen.prompt_lookup_num_tokens
+    for r in recs:
+        if not r.get("model") or (r.get("generated_tokens") or 0) < 4:
+            continue
+        ids = tokenizer(r["prompt"], return_tensors="pt", add_special_tokens=False)
+        n = int(r["generated_tokens"])
+
+        def timed(k: int, ids: Any = ids) -> float:
+            kw: dict[str, Any] = dict(ids, max_new_tokens=k, min_new_tokens=k, do_sample=False,
+                                      temperature=None, top_p=None, top_k=None,
+                                      pad_token_id=model.generation_config.pad_token_id)
+            if lookup and k > 1:
+                kw["prompt_lookup_num_tokens"] = lookup
+            t = time.perf_counter()
+            with torch.inference_mode():
+                model.generate(**kw)
+            return time.perf_counter() - t
+
+        one, full = timed(1), timed(n)
+        r["engine_decode_tok_s"] = (n - 1) / (full - one) if full > one else None
 
 
-def run_variant(name: str, a: Any, rows: list[Any], captured: list[Any], texts: dict[str, str],
+def concurrent(a: Any, rows: list[Any], k: int, cap: Capture) -> dict[str, Any]:
+    """k questions submitted at once (one thread each): answers/min and waits."""
+    waits: list[float] = [0.0] * k
+    errors: list[str] = []
+
+    def one(i: int) -> None:
+        t = time.perf_counter()
+        try:
+            ask(a, rows[i % len(rows)], cap)
+        except Exception as e:  # reported, not fatal to the bench
+            errors.append(f"{type(e).__name__}: {e}")
+        waits[i] = time.perf_counter() - t
+
+    watch = CpuWatch()
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(k)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return {"questions": k, "wall_s": round(wall, 2), "answers_per_min": round(60 * k / wall, 2),
+            "wait_p50_s": round(pct(waits, 50) or 0, 2), "wait_p95_s": round(pct(waits, 95) or 0, 2),
+            "errors": errors, "other_cores": watch.other_cores()}
+
+
+def run_variant(name: str, a: Any, rows: list[Any], cap: Capture, texts: dict[str, str],
                 args: argparse.Namespace, base: dict[str, Any] | None) -> dict[str, Any]:
-    """Every question under one variant; one that is > SLOW_ABORT x slower stops early."""
+    """Every question under one transformers variant; one > SLOW_ABORT x slower stops early."""
     from speedups import variant
 
     from rag.evaluate import answer_metrics
@@ -99,7 +165,7 @@ def run_variant(name: str, a: Any, rows: list[Any], captured: list[Any], texts: 
     recs: list[dict[str, Any]] = []
     with variant(name, a, args.lookup_tokens) as notes:
         for i, row in enumerate(rows):
-            recs.append(measured(lambda r=row: ask(a, r, captured), args.wait_idle))
+            recs.append(measured(lambda r=row: ask(a, r, cap), args.wait_idle))
             print(f"  [{args.preset} {name}] {row.id} {recs[-1]['total_s']:.1f}s "
                   f"{recs[-1]['answer'][:70]!r}", flush=True)
             if base and i == 1 and sum(r["total_s"] for r in recs) > SLOW_ABORT * sum(
@@ -112,21 +178,48 @@ def run_variant(name: str, a: Any, rows: list[Any], captured: list[Any], texts: 
             "metrics": answer_metrics(done, {r["id"]: r for r in recs}, texts)}
 
 
-def run_hf(args: argparse.Namespace) -> dict[str, Any]:
+def gguf_read_bytes(path: Path) -> dict[str, Any]:
+    """Bytes of weights a decode step reads from the GGUF file: every tensor, less the token
+    embedding table when a separate output matrix exists (then only one row of it is read)."""
+    from gguf import GGUFReader
+
+    tensors = {t.name: int(t.n_bytes) for t in GGUFReader(str(path)).tensors}
+    total = sum(tensors.values())
+    tied = "output.weight" not in tensors
+    read = total if tied else total - tensors.get("token_embd.weight", 0)
+    return {"gguf_tensor_bytes": total, "gguf_read_bytes_per_token": read, "tied_embeddings": tied}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", required=True)
+    ap.add_argument("--engine", required=True, choices=["llama.cpp", "transformers"])
+    ap.add_argument("--build", default="auto", choices=["auto", "prebuilt", "native"])
+    ap.add_argument("--questions", default="q29,q31,q36,q41,q43")
+    ap.add_argument("--concurrency", default="4,8")
+    ap.add_argument("--parallel", type=int, default=0, help="slots (0: the engine's)")
+    ap.add_argument("--variants", default="", help="transformers only: bench/speedups.py variants")
+    ap.add_argument("--lookup-tokens", type=int, default=10)
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
+                    help="before each question wait up to S s for other processes to go quiet")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("torchao").setLevel(logging.ERROR)
+
     from rag.config import offline_environment
 
     offline_environment()  # as the app does, before torch loads
     t = time.perf_counter()
     import torch  # noqa: F401  (imports timed apart from the load itself)
-    import transformers  # noqa: F401
-    from speedups import order_key
 
     from rag.assistant import Assistant
     from rag.config import load_settings
     from rag.embed import Embedder
-    from rag.evaluate import read_rows
+    from rag.evaluate import answer_metrics, read_rows
     from rag.generate import Generator
     from rag.ingest import ingest
+    from rag.models import PRESETS, preset_dir
     from rag.retrieve import Retriever
     from rag.store import Store
 
@@ -134,115 +227,66 @@ def run_hf(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="rag-bench-answers-"))
     try:
         settings = load_settings(paths={"data": str(tmp)}, store={"url": ""},
-                                 generate={"preset": args.preset})
+                                 generate={"preset": args.preset, "engine": args.engine,
+                                           "parallel": args.parallel, "llamacpp_build": args.build})
         store, embedder = Store(settings.store, tmp), Embedder(settings.embed)
         ingest(settings, store, embedder)
+        embedder.warm_up()
+        rss_before = peak_rss_mb()
         gen = Generator(settings)
         t = time.perf_counter()
-        gen.warm_up()  # tokenizer + from_pretrained(float32) of the prepared HF folder
+        gen.warm_up()
         load_s = time.perf_counter() - t
         rss_after_load = peak_rss_mb()
-        model, _ = gen._load()
-        a = Assistant(settings, store, embedder, Retriever(settings.retrieve, store, embedder),
-                      gen)
-        captured: list[Any] = []
-        stream = gen.stream
-
-        def recording(prompt: str, *args_: Any, **kwargs: Any) -> Any:
-            s = stream(prompt, *args_, **kwargs)
-            captured.append((prompt, s.stats))
-            return s
-
-        gen.stream = recording  # type: ignore[method-assign]
+        a = Assistant(settings, store, embedder, Retriever(settings.retrieve, store, embedder), gen)
+        cap = Capture(gen)
         by_id = {r.id: r for r in read_rows(ROOT / "eval" / "questions.jsonl")}
         rows = [by_id[q] for q in args.questions.split(",")]
-        ask(a, rows[0], captured)  # warm-up: first-call allocations and lazy loads
+        # other questions for the warm-up and the concurrent runs: a repeated question would
+        # find its whole prompt in llama.cpp's prompt cache and skip its prefill
+        spare = [r for r in by_id.values() if r.kind in ("name", "paraphrase") and r not in rows]
+        a.warm_up()  # index, embedder, the system prompts' caches, as `rag serve` does
+        ask(a, spare.pop(), cap)  # first-call allocations and lazy loads
         texts = {p.id: p.clean for p in a.papers()}
+        recs = []
+        for row in rows:
+            recs.append(measured(lambda r=row: ask(a, r, cap), args.wait_idle))
+            r = recs[-1]
+            print(f"  [{args.preset} {gen.engine_name}] {row.id} ttft {r['ttft_s'] or 0:.2f}s "
+                  f"total {r['total_s']:.1f}s decode {r.get('decode_tok_s') or 0:.1f} tok/s "
+                  f"{r['answer'][:60]!r}", flush=True)
+        peak_single = peak_rss_mb()
+        if args.engine == "transformers":
+            raw_transformers_decode(gen, recs)
         out: dict[str, Any] = {
-            "preset": args.preset, "import_s": import_s, "load_s": load_s,
-            "rss_after_load_mb": rss_after_load, "params": int(model.num_parameters()),
-            **weight_counts(model),
-            "threads": settings.generate.threads, "torch_threads": torch.get_num_threads(),
-            "max_new_tokens": settings.generate.max_new_tokens,
-            "context_tokens": settings.answer.context_tokens, "variants": {}}
-        alt = 700 if settings.answer.context_tokens <= 450 else 450  # "ctx": the other budget
-        names = sorted({"baseline", *(f"ctx{alt}" if v == "ctx" else v
-                                      for v in args.variants.split(","))}, key=order_key)
-        for name in names:
-            try:
-                out["variants"][name] = run_variant(name, a, rows, captured, texts, args,
+            "preset": args.preset, "engine": args.engine, "engine_name": gen.engine_name,
+            "build": getattr(gen.engine, "build", "transformers"),
+            "version": getattr(gen.engine, "version", ""), "parallel": gen.parallel,
+            "import_s": import_s, "load_s": load_s, "rss_before_engine_mb": rss_before,
+            "rss_after_load_mb": rss_after_load, "peak_rss_mb": peak_single,
+            "threads": settings.generate.threads, "max_new_tokens": settings.generate.max_new_tokens,
+            "context_tokens": settings.answer.context_tokens, "records": recs,
+            "metrics": answer_metrics(rows, {r["id"]: r for r in recs}, texts),
+            "concurrency": {},
+        }
+        if args.preset in PRESETS:
+            out.update(gguf_read_bytes(preset_dir(settings, PRESETS[args.preset]) / "model.gguf"))
+        for k in [int(x) for x in args.concurrency.split(",") if x]:
+            quiet(args.wait_idle) if args.wait_idle else None
+            batch, spare = (spare[:k], spare[k:]) if len(spare) >= k else (rows, spare)
+            out["concurrency"][str(k)] = c = concurrent(a, batch, k, cap)
+            print(f"  [{args.preset} {gen.engine_name}] {k} at once: {c['answers_per_min']} "
+                  f"answers/min, wait p95 {c['wait_p95_s']} s", flush=True)
+        out["peak_rss_concurrent_mb"] = peak_rss_mb()
+        if args.variants and args.engine == "transformers":
+            out["variants"] = {}
+            for name in args.variants.split(","):
+                out["variants"][name] = run_variant(name, a, rows, cap, texts, args,
                                                     out["variants"].get("baseline"))
-            except Exception as e:  # e.g. torchao missing or failing: report, go on
-                out.setdefault("failed", {})[name] = f"{type(e).__name__}: {e}"
-                print(f"  [{args.preset} {name}] failed: {e}", flush=True)
-            if name == "baseline":
-                out["peak_rss_mb"] = peak_rss_mb()  # before any variant can add memory
-        out["peak_rss_end_mb"] = peak_rss_mb()
-        return out
+        write_json(args.out, out)
+        return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def run_llamacpp(args: argparse.Namespace) -> dict[str, Any]:
-    from llama_cpp import Llama, __version__
-
-    from rag.config import load_settings
-    from rag.models import PRESETS, preset_dir
-
-    settings = load_settings(generate={"preset": args.preset})
-    gguf = preset_dir(settings, PRESETS[args.preset]) / "model.gguf"
-    jobs = json.loads(Path(args.prompts).read_text())
-    threads = settings.generate.threads
-    t = time.perf_counter()
-    llm = Llama(model_path=str(gguf), n_threads=threads, n_threads_batch=threads, n_ctx=4096,
-                n_batch=512, verbose=False)
-    load_s = time.perf_counter() - t
-
-    def one(job: dict[str, Any]) -> dict[str, Any]:
-        llm.reset()  # no reuse of the previous prompt's KV: a cold prefill, as transformers
-        n_prompt = len(llm.tokenize(job["prompt"].encode(), add_bos=False, special=True))
-        watch = CpuWatch()
-        t0 = time.perf_counter()
-        first, pieces, text = None, 0, ""
-        for chunk in llm.create_completion(job["prompt"], max_tokens=job["max_tokens"],
-                                           temperature=0.0, stream=True):
-            if first is None:
-                first = time.perf_counter() - t0
-            pieces += 1
-            text += chunk["choices"][0]["text"]
-        total = time.perf_counter() - t0
-        decode = (pieces - 1) / (total - first) if first is not None and pieces > 1 else None
-        return {"id": job["id"], "prompt_tokens": n_prompt, "ttft_s": first, "tokens": pieces,
-                "total_s": total, "decode_tok_s": decode, "text": text,
-                "other_cores": watch.other_cores()}
-
-    one(jobs[0])  # warm-up
-    recs = []
-    for job in jobs:
-        recs.append(measured(lambda j=job: one(j), args.wait_idle))
-        r = recs[-1]
-        print(f"  [{args.preset} llama.cpp] {job['id']} ttft {r['ttft_s']:.2f}s "
-              f"{r['decode_tok_s'] or 0:.1f} tok/s", flush=True)
-    return {"version": __version__, "gguf": str(gguf), "threads": threads, "load_s": load_s,
-            "peak_rss_mb": peak_rss_mb(), "records": recs}
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("engine", choices=["hf", "llamacpp"])
-    ap.add_argument("--preset", required=True)
-    ap.add_argument("--questions", default="q29,q31,q36,q41,q43")
-    ap.add_argument("--variants", default="baseline")
-    ap.add_argument("--lookup-tokens", type=int, default=10)
-    ap.add_argument("--prompts", help="llamacpp: JSON list of {id, prompt, max_tokens}")
-    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
-                    help="before each question wait up to S s for other processes to go quiet")
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("torchao").setLevel(logging.ERROR)  # CUDA-only extension load notices
-    write_json(args.out, run_hf(args) if args.engine == "hf" else run_llamacpp(args))
-    return 0
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def setting(obj: Any, name: str, value: Any) -> Iterator[None]:
 
 def quantize_int8(a: Assistant) -> dict[str, Any]:
     """Weight-only int8 with per-channel scales on every nn.Linear (lm_head too), in place."""
-    model, _ = a.generator._load()
+    model, _ = a.generator.engine._load()  # type: ignore[attr-defined]
     from torchao.quantization import Int8WeightOnlyConfig, quantize_
 
     t = time.perf_counter()

@@ -59,6 +59,7 @@ class GenerationStats:
     first_token_seconds: float | None = None  # from the call to the first generated token
     seconds: float = 0.0  # from the call to the end of generation
     finish_reason: str = ""  # "end" (end-of-turn token), "length" (max_new_tokens), "stopped"
+    engine_decode_tokens_per_second: float | None = None  # the engine's own timer, where it reports one
 
     @property
     def decode_tokens_per_second(self) -> float | None:
@@ -196,6 +197,9 @@ def account_chunk(chunk: dict[str, Any], stats: GenerationStats, started: float,
         stats.generated_tokens = int(usage.get("completion_tokens", stats.generated_tokens))
         details = usage.get("prompt_tokens_details") or {}
         stats.cached_prompt_tokens = int(details.get("cached_tokens", 0) or 0)
+    timings = chunk.get("timings")  # llama.cpp's servers: decode measured inside the engine
+    if isinstance(timings, dict) and timings.get("predicted_per_second"):
+        stats.engine_decode_tokens_per_second = float(timings["predicted_per_second"])
     stop = False
     for choice in chunk.get("choices") or ():
         delta = choice.get("delta")

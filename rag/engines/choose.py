@@ -7,8 +7,9 @@ start. Without it (prepare not run yet, or a .gguf path) the app takes llama.cpp
 installed (its 4-bit weights are 4x fewer bytes per decoded token than fp32) and says so.
 
 Expected answer time = prompt tokens not in the system-prompt cache / prefill rate + 30 /
-decode rate: the user's wait for a typical answer. Each engine runs the prompt twice after a
-warm-up and keeps its faster run (the CPU is shared; the slower run is the one disturbed).
+decode rate: the user's wait for a typical answer. Both engines are loaded at once and take
+turns on the prompt (a warm-up, then two runs each), each keeping its faster run: the CPU is
+shared, and a burst of load from another process then falls on both, not on one.
 """
 
 from __future__ import annotations
@@ -128,38 +129,45 @@ def resolve(settings: Settings) -> Choice:
     return Choice(engine, reason)
 
 
-def measure(engine: Engine, new_tokens: int = NEW_TOKENS) -> dict[str, Any]:
-    """Time `engine` on the fixed prompt: a warm-up run, then the faster of two."""
+def measure(engines: dict[str, Engine], new_tokens: int = NEW_TOKENS) -> dict[str, dict[str, Any]]:
+    """Time each engine on the fixed prompt: a warm-up run, then two more, the engines taking
+    turns (so a burst of load from other processes hits both), keeping each one's faster."""
     from rag.prompt import SYSTEM
 
-    started = time.perf_counter()
-    engine.load()
-    engine.warm_up([SYSTEM])
-    load_s = time.perf_counter() - started
-    runs = []
+    loads: dict[str, float] = {}
+    for name, engine in engines.items():
+        started = time.perf_counter()
+        engine.load()
+        engine.warm_up([SYSTEM])
+        loads[name] = time.perf_counter() - started
+    runs: dict[str, list[GenerationStats]] = {name: [] for name in engines}
     for shift, question in enumerate(QUESTIONS):
-        messages = chat_messages(SYSTEM, timing_message(shift, question))
-        prompt = ChatPrompt(engine.render(messages), messages)
-        stats = GenerationStats()
-        t0 = time.perf_counter()
-        for _ in engine.pieces(prompt, new_tokens, lambda: False, stats, t0):
-            pass
-        runs.append(stats)
-    best = []
-    for st in runs[1:]:  # the first run is a warm-up
-        prefill, decode = st.prefill_tokens_per_second, st.decode_tokens_per_second
-        if not prefill or not decode:
-            continue
-        expected = (st.prompt_tokens - st.cached_prompt_tokens) / prefill + new_tokens / decode
-        best.append({"prompt_tokens": st.prompt_tokens, "cached_prompt_tokens": st.cached_prompt_tokens,
-                     "generated_tokens": st.generated_tokens,
-                     "ttft_s": round(st.first_token_seconds or 0.0, 3),
-                     "prompt_tok_s": round(prefill, 1), "decode_tok_s": round(decode, 1),
-                     "expected_answer_s": round(expected, 2)})
-    if not best:
-        raise RuntimeError("no run produced two tokens")
-    return {"name": engine.name, "load_s": round(load_s, 1),
-            **min(best, key=lambda r: r["expected_answer_s"])}
+        for name, engine in engines.items():
+            messages = chat_messages(SYSTEM, timing_message(shift, question))
+            prompt = ChatPrompt(engine.render(messages), messages)
+            stats = GenerationStats()
+            t0 = time.perf_counter()
+            for _ in engine.pieces(prompt, new_tokens, lambda: False, stats, t0):
+                pass
+            runs[name].append(stats)
+    out = {}
+    for name, timed in runs.items():
+        best: list[dict[str, Any]] = []
+        for st in timed[1:]:  # the first run is a warm-up
+            prefill, decode = st.prefill_tokens_per_second, st.decode_tokens_per_second
+            if not prefill or not decode:
+                continue
+            expected = (st.prompt_tokens - st.cached_prompt_tokens) / prefill + new_tokens / decode
+            best.append({"prompt_tokens": st.prompt_tokens,
+                         "cached_prompt_tokens": st.cached_prompt_tokens,
+                         "generated_tokens": st.generated_tokens,
+                         "ttft_s": round(st.first_token_seconds or 0.0, 3),
+                         "prompt_tok_s": round(prefill, 1), "decode_tok_s": round(decode, 1),
+                         "expected_answer_s": round(expected, 2)})
+        out[name] = ({"name": engines[name].name, "load_s": round(loads[name], 1),
+                      **min(best, key=lambda r: r["expected_answer_s"])} if best else
+                     {"name": engines[name].name, "error": "no run produced two tokens"})
+    return out
 
 
 def choose_by_timing(settings: Settings, report: Callable[[str], None], progress: bool = True,
@@ -173,6 +181,7 @@ def choose_by_timing(settings: Settings, report: Callable[[str], None], progress
     data = read_timings(settings)
     if force or not data or data.get("builds") != current:
         results: dict[str, Any] = {}
+        engines: dict[str, Engine] = {}
         for name in LOCAL:
             if name not in current:
                 continue
@@ -180,16 +189,24 @@ def choose_by_timing(settings: Settings, report: Callable[[str], None], progress
                 prepare_hf(settings, progress)  # the HF folder: only this engine needs it
             one = settings.model_copy(update={"generate": settings.generate.model_copy(
                 update={"engine": name, "parallel": 1})})
-            engine = make_engine(one, name)
-            report(f"timing {name} on a {NEW_TOKENS}-token answer to a ~370-token prompt ...")
-            try:
-                results[name] = measure(engine)
-            except Exception as e:  # an engine that cannot run here is not chosen
-                results[name] = {"name": name, "error": f"{type(e).__name__}: {e}"}
-            finally:
+            engines[name] = make_engine(one, name)
+        report(f"timing {', '.join(engines)} on a {NEW_TOKENS}-token answer to a ~370-token "
+               "prompt, taking turns ...")
+        try:
+            results = measure(engines)
+        except Exception as e:  # one engine failing: time the others alone
+            results = {}
+            for name, engine in engines.items():
+                try:
+                    results.update(measure({name: engine}))
+                except Exception as e2:  # an engine that cannot run here is not chosen
+                    results[name] = {"name": engine.name, "error": f"{type(e2).__name__}: {e2}"}
+            log.warning("timing the engines together failed (%s); timed one by one", e)
+        finally:
+            for engine in engines.values():
                 engine.close()
-                del engine
-                gc.collect()
+            engines.clear()
+            gc.collect()
         timed = {k: v for k, v in results.items() if "expected_answer_s" in v}
         if not timed:
             raise RuntimeError(f"no engine could run: {results}")
