@@ -43,9 +43,21 @@ class Corpus:
         return {p.id: p for p in self.papers}
 
 
+# Invisible and bidirectional format characters (zero-width spaces and joiners, BOM, the
+# embedding/override/isolate controls that can make displayed text read differently from what
+# it is) and C0/C1 controls: never part of an abstract's words.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                        "\u2066-\u206f\ufeff\ufff9-\ufffb\x00-\x08\x0b\x0c\x0e-\x1f"
+                        "\x7f-\x9f]")
+
+
+def strip_invisible(text: str) -> str:
+    return _INVISIBLE.sub("", text)
+
+
 def clean_text(text: str) -> str:
     """Strip Markdown/LaTeX noise for display and embedding; keeps the words and numbers."""
-    s = text
+    s = strip_invisible(text)
     s = re.sub(r"\\(?:emph|textit|textbf|texttt|text|mathrm|mathbf|mathcal|mathbb|operatorname"
                r"|widetilde|tilde|hat|bar|boldsymbol)\{([^{}]*)\}", r"\1", s)
     s = re.sub(r"\\(?:emph|textit|textbf|texttt|text|mathrm|mathbf|mathcal|widetilde|tilde)"
@@ -58,7 +70,7 @@ def clean_text(text: str) -> str:
     s = s.replace("**", "").replace("``", '"').replace("''", '"')
     s = re.sub(r"(?<![\w*])\*([^*\n]+?)\*(?![\w*])", r"\1", s)  # *italic*
     s = s.replace("---", "—").replace("--", "–")
-    s = re.sub(r"[ \t]+", " ", s.replace("\n", " "))
+    s = re.sub(r"[ \t]+", " ", s.replace("\r", " ").replace("\n", " "))
     return s.strip()
 
 

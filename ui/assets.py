@@ -38,6 +38,7 @@ a.cite { font-size: .78em; vertical-align: super; text-decoration: none; font-we
 #status .status { min-height: 1.5em; font-size: .9em; color: var(--body-text-color-subdued); }
 #status .status-error { color: #b91c1c; }
 #paper-detail .src { border-left: 3px solid var(--color-accent); padding: 6px 10px; }
+.answer, .question, .sources, .compare-table td { overflow-wrap: anywhere; }
 """
 
 # Citation links scroll the sources panel to their paper and flash it. Delegated on the
