@@ -399,10 +399,11 @@ class Assistant:
         paper = papers[target]
         ranked = self.sentences.rank(paper, _without(q, paper.label))
         picks: list[Evidence] = []
+        a = self.settings.answer
         if guard.asked(q, (paper.label,)).kind == "number":
-            picks = [e for e in ranked[:5] if numbers(paper.clean[e.start:e.end])][:1]
-        elif not number_only and (ranked[0].score >= self.settings.answer.rescue
-                                  or extract.is_definition(q)):
+            if ranked[0].score >= a.rescue_number:
+                picks = [e for e in ranked[:5] if numbers(paper.clean[e.start:e.end])][:1]
+        elif not number_only and (ranked[0].score >= a.rescue or extract.is_definition(q)):
             picks = ranked[:1]
         if not picks:
             return None
@@ -417,6 +418,10 @@ class Assistant:
         closest = tuple(p.paper_id for p in passages[:3])
         plain = strip_markers(raw).strip()
         marked = [passages[n - 1].paper_id for n in markers_in(raw) if 0 < n <= len(passages)]
+        named = [p.paper_id for p in passages if _only_names(plain, [papers[p.paper_id]])]
+        if plain and named and target is None:  # "ExpAlign [1]": a label is not an answer
+            marked = named
+            plain = ""
         if not plain and marked and target is None:  # a bare "[1]": say which paper it means
             chosen = [papers[i] for i in dict.fromkeys(marked)][:3]
             text, citations, sentences = extract.compose(q, chosen, self.sentences)
@@ -470,6 +475,14 @@ def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> A
     first = stats.first_token_seconds
     return replace(answer, first_token_seconds=None if first is None else t_gen - t0 + first,
                    prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+
+
+def _only_names(text: str, papers: list[Paper]) -> bool:
+    """Whether `text` is nothing but these papers' labels or ids ("ExpAlign.", "BEXA and PQL")."""
+    rest = text
+    for p in papers:
+        rest = re.sub(re.escape(p.label) + "|" + re.escape(p.id), " ", rest, flags=re.IGNORECASE)
+    return rest != text and not re.sub(r"[\W_]|\band\b|\bor\b", "", rest, flags=re.IGNORECASE)
 
 
 def _without(question: str, label: str) -> str:

@@ -19,7 +19,7 @@ from rag.types import Paper
 Kind = Literal["number", "expansion", "other"]
 
 _NUMBER = re.compile(
-    r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\bwhat (?:is |was |are )?"
+    r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
     r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
     r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?)\b|"
     r"\bin (?:milli)?seconds\b|\bin (?:hours|minutes|days|gb|mb|percent)\b",

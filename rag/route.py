@@ -40,7 +40,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _FINDING = re.compile(
     r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
     r"\b(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
-    r"(?P<n2>papers?|works?|stud(?:y|ies)|research)\b|"
+    r"(?P<n2>papers?|works?|stud(?:y|ies)|research|something|anything)\b|"
     r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b|"
     r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|work|study)\b|"
     r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|\bwhich (?P<n9>one)\s*\??\s*$|"
@@ -227,6 +227,9 @@ class Router:
         if not q.named and q.best < s.offtopic_threshold:
             return Route("decline", "off-topic: no abstract is close to this question", q,
                          evidence=evidence)
+        identify = _IDENTIFY.search(q.search) if kind is None and not q.named else None
+        if identify:  # "which detector treats ...?": asks which paper's method it is
+            kind = "many" if identify.group("plural") else "one"
         if kind is not None:
             return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match",
                          q, find=kind, evidence=evidence)
@@ -259,17 +262,18 @@ class Router:
                 return request
             if finding_kind(text) is not None:
                 continue
-            sides = [self._resolves(x, history) for x in (request.left, request.right)]
+            describes = bool(_DESCRIBES_PAPER.search(text))
+            sides = [self._resolves(x, history, describes) for x in (request.left, request.right)]
             if all(sides) and len(set(sides)) == 2:
                 return request
-            if any(sides) and any(not found and cmp.looks_like_name(x) for found, x in
+            if any(sides) and any(not found and _proper_name(x) for found, x in
                                   zip(sides, (request.left, request.right), strict=True)):
                 return request  # "PaperGuard vs Llama Guard": the other side is not in the corpus
         if len(q.named) >= 2 and _COMPARATIVE.search(q.search) and finding_kind(q.search) is None:
             return cmp.Request(q.named[0], q.named[1])  # "which is faster, A or B?"
         return None
 
-    def _resolves(self, side: str, history: Sequence[Turn]) -> str:
+    def _resolves(self, side: str, history: Sequence[Turn], describes: bool = False) -> str:
         """The paper id a comparison side names (by pronoun, id, name or label), or ""."""
         if cmp.is_pronoun(side):
             return history[-1].paper_ids[0] if history and history[-1].paper_ids else ""
@@ -277,13 +281,23 @@ class Router:
         if named:
             return named[0]
         low = side.strip().lower()
-        return next((p.id for p in self.retriever.papers.values() if p.label.lower() == low), "")
+        label = next((p.id for p in self.retriever.papers.values() if p.label.lower() == low), "")
+        if label or len(side.split()) < 3 or not describes:
+            return label  # "the 3B GRPO baseline" describes no paper; "the ... paper" may
+        found = cmp.resolve_side(cmp.Parts(self.retriever, self.sentences,
+                                           self.settings.offtopic_threshold + 0.1), side, history)
+        return found.paper.id if found.status == "resolved" and found.paper else ""
 
 
 _COMPARATIVE = re.compile(r"\b(?:which|who) (?:is|was|does|do|has|one)\b.*\b(?:better|worse|faster|"
                           r"slower|more|less|larger|smaller|higher|lower)\b|\b(?:more|less|"
                           r"better|faster) \w+ than\b|\bcompared? (?:to|with)\b|\bdiffer",
                           re.IGNORECASE)
+_IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:\w+\s+)?(?:method|approach|framework|detector|"
+                       r"technique|algorithm|system|architecture|benchmark|model|tool)(?P<plural>s?)\b"
+                       r"(?!\s+(?:does|do|did|is|are|was|were)\s+(?:it|they|this|that)\b)",
+                       re.IGNORECASE)
+_DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 _CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words
 
 _KEEP = frozenset("""about above after again against also although among another anything
@@ -293,6 +307,12 @@ must neither never nothing often other otherwise over quite rather really same s
 since some something such than that their theirs them then there these they thing things this
 those though through under until very want what whats when where whether which while whom
 whose will with within without would your yours""".split())
+
+
+def _proper_name(side: str) -> bool:
+    """'Llama Guard', 'AlphaFold', 'GPT-4': a name, though not one in the corpus."""
+    words = side.split()
+    return 0 < len(words) <= 3 and all(w[:1].isupper() or _namelike(w) for w in words)
 
 
 def _namelike(tok: str) -> bool:
