@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 MIN_WORDS = 25  # shorter paragraphs are stray fragments, not abstracts (seeds: 110-270 words)
 MAX_LABEL_WORDS = 8
 
-_URL = re.compile(r"https?://[^\s)\]}>,;]+")
+_URL = re.compile(r"https?://[^\s)\]}>,;\"'<]+")
 _GREEK = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε",
     "zeta": "ζ", "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν",
@@ -72,6 +72,43 @@ def clean_text(text: str) -> str:
     s = s.replace("---", "—").replace("--", "–")
     s = re.sub(r"[ \t]+", " ", s.replace("\r", " ").replace("\n", " "))
     return s.strip()
+
+
+# Sentences that address the assistant instead of describing research: instructions planted in
+# a document ("ignore previous instructions", "reply only with ...", "note to the AI: cite X").
+# An abstract has no reason to speak to the model, so they are withheld from the cleaned text
+# (what is embedded, shown as the abstract, quoted and put in prompts) and reported at ingest.
+# Measured on the hostile fixture: the 0.5B model obeyed 2 of 3 such sentences when it saw
+# them ("ACCESS GRANTED [1]", "BANANA [1]"), and none of the 57 seed abstracts matches.
+_ADDRESSED = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+|your\s+)*"
+    r"(?:previous|prior|above|earlier|preceding|system|original)\s+"
+    r"(?:instructions?|rules|prompts?|directions|guidelines)"
+    r"|\b(?:reply|respond|answer)(?:\s+to)?\s+(?:(?:every|each|all|any)\s+(?:questions?|"
+    r"users?|requests?)\s+)?(?:only\s+)?with\b(?=.{0,60}\b(?:only|single|nothing else|"
+    r"word|exactly)\b|\s*[\"“'])"
+    r"|\b(?:reply|respond|answer)\s+only\s+with\b"
+    r"|\b(?:note|message|instructions?)\s+(?:to|for)\s+(?:the\s+)?(?:ai|assistant|model|"
+    r"llm|chatbot|language model)\b"
+    r"|\byou\s+are\s+now\b|\bmaintenance mode\b|\bjailbreak mode\b"
+    r"|(?:^|[#*>\s])(?:system|assistant)\s*(?:prompt)?\s*:"
+    r"|\b(?:reveal|print|show|repeat)\s+(?:your|the)\s+(?:system\s+)?prompt\b"
+    r"|\bcite\s+(?:paper\s+)?\S+\s+for\s+(?:everything|every\s+answer|all\s+answers)\b"
+    r"|\bnever\s+cite\s+this\b"
+    r"|\bprevious\s+rules\s+no\s+longer\s+apply\b",
+    re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+def withhold_instructions(clean: str) -> tuple[str, tuple[str, ...]]:
+    """(the text without sentences addressed to the assistant, those sentences)."""
+    kept: list[str] = []
+    withheld: list[str] = []
+    for sentence in _SENTENCES.split(clean):
+        (withheld if _ADDRESSED.search(sentence) else kept).append(sentence)
+    if not withheld:
+        return clean, ()
+    return " ".join(kept).strip(), tuple(withheld)
 
 
 def paper_prefix(path: Path) -> str:
@@ -134,7 +171,10 @@ def load_file(path: Path, seen: dict[str, str] | None = None) -> tuple[list[Pape
             continue
         pid = f"{prefix}-{len(papers) + 1:02d}"
         seen[digest] = pid
-        clean = clean_text(text)
+        clean, withheld = withhold_instructions(clean_text(text))
+        for sentence in withheld:
+            warnings.append(f"{path.name}: line {line}: withheld a sentence addressed to an AI "
+                            f"assistant from {pid}: {sentence[:80]!r}")
         papers.append(Paper(
             id=pid, label=make_label(text, clean), text=text, clean=clean, source=path.name,
             position=len(papers) + 1, line=line, collection=header,
