@@ -21,9 +21,11 @@ offline_environment()  # GRADIO_ANALYTICS_ENABLED=False etc. must be set before 
 
 import gradio as gr  # noqa: E402
 
+from rag.errors import ConfigError  # noqa: E402
 from rag.types import Answer, Comparison, Paper, Sources  # noqa: E402
 from ui import render  # noqa: E402
 from ui.assets import CSS, HEAD  # noqa: E402
+from ui.auth import LoginGuard, LoginThrottle, exposure_error  # noqa: E402
 from ui.compare_tab import build_compare_tab  # noqa: E402
 from ui.papers_tab import build_papers_tab  # noqa: E402
 from ui.session import (  # noqa: E402
@@ -286,10 +288,22 @@ def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blo
 
 
 def launch_kwargs(ui: UISettings) -> dict[str, Any]:
+    """gradio's launch() arguments; raises ConfigError for a host beyond loopback without a
+    login (see ui/auth.py). Logins, when set, are throttled per client address."""
+    from starlette.middleware import Middleware
+
+    why = exposure_error(ui)
+    if why:
+        raise ConfigError(why)
     auth = (ui.auth_user, ui.auth_password) if ui.auth_user else None
-    return dict(server_name=ui.host, server_port=ui.port, auth=auth, css=CSS, head=HEAD,
-                show_error=False, ssr_mode=False, pwa=False, mcp_server=False,
-                footer_links=[], favicon_path=None)
+    kwargs: dict[str, Any] = dict(
+        server_name=ui.host, server_port=ui.port, auth=auth, css=CSS, head=HEAD,
+        show_error=False, ssr_mode=False, pwa=False, mcp_server=False, footer_links=[],
+        favicon_path=None)
+    if auth is not None:
+        throttle = LoginThrottle(ui.login_failures, ui.login_pause_seconds)
+        kwargs["app_kwargs"] = {"middleware": [Middleware(LoginGuard, throttle=throttle)]}
+    return kwargs
 
 
 def serve(app: gr.Blocks, settings: Settings, **overrides: Any) -> Any:
@@ -308,6 +322,9 @@ def main(settings: Settings | None = None) -> None:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     settings = settings or load_settings()
+    why = exposure_error(settings.ui)  # before any model loads
+    if why:
+        raise ConfigError(why)
     assistant = Assistant.from_settings(settings)
 
     def warm_up() -> None:
