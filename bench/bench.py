@@ -191,6 +191,43 @@ def print_tables(res: dict[str, Any]) -> None:
     print(f"\ndefault: {res['default_preset']} on {res['default_engine']} ({res['default_engine_reason']})")
 
 
+def markdown(res: dict[str, Any]) -> str:
+    """The README table: one column per (preset, engine) row of a results file."""
+    keys = [("engine", "engine (build)"), ("ttft_p50_s", "first token p50 / p95 (s)"),
+            ("answer_p50_s", "full answer p50 / p95 (s)"),
+            ("prompt_tokens_p50", "prompt tokens p50 (cached)"),
+            ("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "app decode tok/s"),
+            ("raw_engine_decode_tok_s", "engine raw decode tok/s (app / raw)"),
+            ("decode_bound_4bit_tok_s", "4-bit decode bound tok/s (raw % of it)"),
+            ("peak_rss_mb", "peak RSS, whole app (MB)"),
+            ("answers_per_min_1", "answers/min 1 / 4 / 8 at once"),
+            ("wait_p95_s_1", "p95 wait 1 / 4 / 8 at once (s)"), ("eval_answer_accuracy", "accuracy (5 q)")]
+    cols = [(p, e) for p, d in res["presets"].items() for e in d.get("engines", {})
+            if "error" not in d["engines"][e]]
+    f = lambda v, d=2: "-" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))  # noqa: E731
+    rows = []
+    for k, label in keys:
+        cells = []
+        for p, e in cols:
+            r = res["presets"][p]["engines"][e]
+            cells.append({
+                "engine": f"{p} {r['engine']}",
+                "ttft_p50_s": f"{f(r['ttft_p50_s'])} / {f(r['ttft_p95_s'])}",
+                "answer_p50_s": f"{f(r['answer_p50_s'])} / {f(r['answer_p95_s'])}",
+                "prompt_tokens_p50": f"{f(r['prompt_tokens_p50'], 0)} "
+                                     f"({f(r['cached_prompt_tokens_p50'], 0)})",
+                "raw_engine_decode_tok_s": f"{f(r['raw_engine_decode_tok_s'], 1)} "
+                                           f"({f(r['app_over_raw_decode'])})",
+                "decode_bound_4bit_tok_s": f"{f(r['decode_bound_4bit_tok_s'], 1)} "
+                                           f"({f(r['decode_pct_of_4bit_bound'], 0)} %)",
+                "answers_per_min_1": " / ".join(f(r.get(f"answers_per_min_{n}"), 1) for n in (1, 4, 8)),
+                "wait_p95_s_1": " / ".join(f(r.get(f"wait_p95_s_{n}"), 1) for n in (1, 4, 8)),
+            }.get(k, f(r.get(k), 1)))
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    head = "| | " + " | ".join(f"{p} {e}" for p, e in cols) + " |"
+    return "\n".join([head, "|---" * (len(cols) + 1) + "|", *rows])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"questions {QUICK}")
@@ -210,7 +247,11 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=BENCH / "results.json")
     ap.add_argument("--update", action="store_true",
                     help="keep the rows already in --out; replace only those run now")
+    ap.add_argument("--markdown", action="store_true", help="print --out as the README table; run nothing")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(args.out.read_text())))
+        return 0
     questions = args.questions or (QUICK if args.quick else FULL)
     load_start = wait_for_idle(args.wait_idle) if args.wait_idle else machine_load()
     print(f"machine load at start: {load_start}", flush=True)
@@ -229,11 +270,13 @@ def main() -> int:
             print(f"== {preset}: {engine} ==", flush=True)
             w = run_child([worker, "--preset", preset, "--engine", engine, "--build", args.build,
                            "--questions", questions, "--concurrency", args.concurrency,
+                           "--spare", ",".join(q for q in FULL.split(",") if q not in questions),
                            "--wait-idle", str(args.wait_idle),
                            *(["--variants", args.variants] if args.variants else [])])
             if "error" in w:
                 entry["engines"][engine] = {"engine": engine, "error": w["error"]}
                 continue
+            key = engine if not str(w.get("build", "")).startswith("native") else f"{engine} native"
             row = engine_row(w, machine)
             row["machine"] = machine
             row["answers"] = [{k: r.get(k) for k in ("id", "answer", "ttft_s", "total_s",
@@ -247,7 +290,7 @@ def main() -> int:
                                        "ttft_p50_s": median([r["ttft_s"] for r in d["records"]
                                                              if r.get("ttft_s")])}
                                    for v, d in w["variants"].items()}
-            entry["engines"][engine] = row
+            entry["engines"][key] = row
             write_json(args.out, res)  # after each run: a later failure keeps this one
         ok = {e: r for e, r in entry["engines"].items() if "error" not in r and r.get("answer_p50_s")}
         if ok:  # the preset's own row: its fastest engine in this run (the keys the issue lists)
