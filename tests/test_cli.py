@@ -21,7 +21,7 @@ def rag(args, data: Path, **kw):
 
 def test_retrieval_eval_writes_rows_and_prints_metrics(settings, tmp_path):
     out = tmp_path / "r.jsonl"
-    res = rag(["eval", "eval/questions.jsonl", "--out", str(out), "--retrieval-only"],
+    res = rag(["eval", "eval/questions.jsonl", "--out", str(out), "--retrieval-only", "--split", "dev"],
               settings.paths.data)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(x) for x in out.read_text().splitlines()]
