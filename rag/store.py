@@ -78,12 +78,24 @@ class Store:
         if not chunks:
             return
         metas = [_meta(c, papers[c.paper_id], paper_hashes[c.paper_id]) for c in chunks]
-        self.collection.upsert(ids=[c.id for c in chunks], embeddings=vectors.tolist(),
-                               documents=[c.text for c in chunks], metadatas=metas)
+        try:
+            self.collection.upsert(ids=[c.id for c in chunks], embeddings=vectors.tolist(),
+                                   documents=[c.text for c in chunks], metadatas=metas)
+        except Exception as e:
+            raise self._write_error(e) from None
 
     def delete(self, chunk_ids: list[str]) -> None:
-        for i in range(0, len(chunk_ids), 500):
-            self.collection.delete(ids=chunk_ids[i: i + 500])
+        try:
+            for i in range(0, len(chunk_ids), 500):
+                self.collection.delete(ids=chunk_ids[i: i + 500])
+        except Exception as e:
+            raise self._write_error(e) from None
+
+    def _write_error(self, e: Exception) -> StoreError:
+        detail = " ".join(str(e).split()) or type(e).__name__
+        return StoreError(f"cannot write to the Chroma index at {self.where}: {detail}. Is the "
+                          "disk full? Every chunk written before is kept; run `rag ingest` "
+                          "again once there is room")
 
     # ---- reads --------------------------------------------------------------------------
 

@@ -155,3 +155,52 @@ def test_cli_reports_a_broken_index_in_one_line(tmp_path):
     assert out.returncode == 2
     assert out.stderr.startswith("error: cannot open the Chroma index")
     assert "Traceback" not in out.stderr
+
+
+MANIFEST = ("import json; from rag.config import load_settings; from rag.store import Store; "
+            "s = load_settings(); print(json.dumps(sorted([m.chunk.id, m.paper_hash] "
+            "for m in Store(s.store, s.paths.data).manifest())))")
+
+
+def test_disk_full_during_ingest_keeps_the_index_and_the_next_ingest_heals(tmp_path, mini_seeds,
+                                                                            embedder):
+    """A file-size limit on a real `rag ingest` (writes fail with EFBIG, as on a full disk):
+    a one-line error, the index keeps every chunk it had, and the next ingest heals it."""
+    import resource
+    import shutil
+
+    data = tmp_path / "data"
+    s = make_settings(data, mini_seeds)
+    ingest(s, Store(s.store, s.paths.data), embedder)  # the previous state: 4 papers
+    env = {**os.environ, "RAG_PATHS__DATA": str(data)}
+    manifest = [sys.executable, "-c", MANIFEST]
+    before = json.loads(subprocess.run(manifest, env=env, cwd=ROOT, capture_output=True,
+                                       text=True, check=True, timeout=300).stdout)
+    both = tmp_path / "both"
+    shutil.copytree(mini_seeds, both)
+    for f in (ROOT / "seeds").glob("*.txt"):
+        shutil.copy(f, both)
+    limit = max(f.stat().st_size for f in data.rglob("*") if f.is_file()) + 16 * 1024
+
+    def full_disk() -> None:  # in the child: writes past `limit` bytes fail instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    cmd = [sys.executable, "-m", "rag.cli", "ingest", "--seeds", str(both), "--quiet"]
+    out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         preexec_fn=full_disk)
+    assert out.returncode == 2, (out.returncode, out.stderr[-3000:])
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and lines[0] == out.stderr.splitlines()[-1], out.stderr[-3000:]
+    assert lines[0].startswith("error: cannot write to the Chroma index"), lines[0]
+    assert "disk" in lines[0] and "Traceback" not in out.stderr
+    after = json.loads(subprocess.run(manifest, env=env, cwd=ROOT, capture_output=True,
+                                      text=True, check=True, timeout=300).stdout)
+    assert set(map(tuple, before)) <= set(map(tuple, after))  # nothing it had was lost
+    search = subprocess.run([sys.executable, "-m", "rag.cli", "search", "BEXA early exit",
+                             "--json"], env=env, cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert search.returncode == 0 and json.loads(search.stdout)[0]["paper_id"] == "010-01"
+    healed = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert healed.returncode == 0, healed.stderr[-3000:]
+    assert "57 papers" in healed.stdout, healed.stdout  # (the mini abstracts repeat seeds)

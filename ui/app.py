@@ -10,6 +10,7 @@ before they are queued: too long, too many from one session, or a full queue is 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -338,7 +339,19 @@ def main(settings: Settings | None = None) -> None:
     url = f"http://{settings.ui.host}:{settings.ui.port}"
     log.info("serving on %s (concurrency %d, queue %d)", url, settings.ui.concurrency_limit,
              settings.ui.max_queue)
-    serve(app, settings)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        log.info("%s received: closing the server", signal.Signals(signum).name)
+        stopping.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):  # a service manager's stop is a clean exit
+        signal.signal(sig, on_signal)
+    serve(app, settings, prevent_thread_lock=True)
+    while not stopping.wait(0.5):
+        pass
+    app.close()  # the index is only read while serving: nothing is left half-written
+    log.info("server closed")
 
 
 if __name__ == "__main__":
