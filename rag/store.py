@@ -100,7 +100,15 @@ class Store:
     # ---- reads --------------------------------------------------------------------------
 
     def count(self) -> int:
-        return int(self.collection.count())
+        try:
+            return int(self.collection.count())
+        except Exception as e:
+            if self.settings.url:
+                detail = " ".join(str(e).split()) or type(e).__name__
+                raise StoreError(f"the index is unavailable: the Chroma server at "
+                                 f"{self.settings.url} does not answer ({detail[:200]}); "
+                                 "ask again once it is back") from None
+            raise
 
     def manifest(self) -> list[StoredChunk]:
         """Every stored chunk with its paper hash (no embeddings)."""
@@ -132,7 +140,12 @@ class Store:
                                         n_results=min(k, n), where=where,
                                         include=["documents", "metadatas", "distances"])
         except Exception as e:
-            raise StoreError(f"search failed in the Chroma index at {self.where}: {e}; "
+            detail = " ".join(str(e).split()) or type(e).__name__
+            if self.settings.url:  # a server that went away usually comes back: say so
+                raise StoreError(f"the index is unavailable: the Chroma server at "
+                                 f"{self.settings.url} does not answer ({detail[:200]}); "
+                                 "ask again once it is back") from None
+            raise StoreError(f"search failed in the Chroma index at {self.where}: {detail}; "
                              "run `rag ingest` to rebuild it") from None
         return [DenseMatch(_chunk(i, d, m), 1.0 - float(dist))
                 for i, d, m, dist in zip(res["ids"][0], res["documents"][0],
