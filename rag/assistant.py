@@ -391,8 +391,8 @@ class Assistant:
                 closest: tuple[str, ...], notice: str, number_only: bool = False
                 ) -> Answer | None:
         """The abstract's own sentence, when the model declined or missed what was asked but
-        the paper states it. A number question takes the best of the paper's top five
-        sentences that holds a number; any other, its best sentence when that scores
+        the paper states it. A number question takes the paper's best sentence that holds a
+        number and scores >= answer.rescue_number; any other, its best sentence when that scores
         >= answer.rescue (fitted on the dev split) or the question asks what X is."""
         if target is None or target not in papers:
             return None
@@ -401,8 +401,8 @@ class Assistant:
         picks: list[Evidence] = []
         a = self.settings.answer
         if guard.asked(q, (paper.label,)).kind == "number":
-            if ranked[0].score >= a.rescue_number:
-                picks = [e for e in ranked[:5] if numbers(paper.clean[e.start:e.end])][:1]
+            picks = [e for e in ranked if numbers(paper.clean[e.start:e.end])
+                     and e.score >= a.rescue_number][:1]
         elif not number_only and (ranked[0].score >= a.rescue or extract.is_definition(q)):
             picks = ranked[:1]
         if not picks:
@@ -491,11 +491,9 @@ def _without(question: str, label: str) -> str:
 
 
 def _acronyms(question: str, paper: Paper) -> list[str]:
-    """Acronym-like words of the question (and the paper's label) that the abstract writes
-    in parentheses."""
+    """Acronym-like words of the question (and the paper's label) that the abstract uses."""
     cands = re.findall(r"\b[A-Za-z][\w-]*[A-Z][\w-]*\b|\b[A-Z]{2,}\b", question) + [paper.label]
-    return [c for c in dict.fromkeys(cands) if f"({c})" in paper.clean.replace("( ", "(")
-            .replace(" )", ")")]
+    return [c for c in dict.fromkeys(cands) if c in paper.clean]
 
 
 def _merge(first: list[Hit], rest: list[Hit]) -> list[Hit]:

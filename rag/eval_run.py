@@ -104,6 +104,8 @@ def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_on
         if handle:
             handle.close()
     texts = {p.id: p.clean for p in a.papers()}
+    if not retrieval_only:
+        print(f"\nengine: {a.generator.engine_name}, preset: {settings.generate.preset}")
     for name in sorted({r.split for r in rows}):  # dev and test reported apart
         part = [r for r in rows if r.split == name]
         _report(name or "all", part, retrieved, results,

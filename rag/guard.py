@@ -18,6 +18,8 @@ from rag.types import Paper
 
 Kind = Literal["number", "expansion", "other"]
 
+_QUANTITY = re.compile(r"^(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
+                       r"performance|results?|scores?|factor|rates?|boost|increase|decrease)$")
 _NUMBER = re.compile(
     r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
     r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
@@ -33,6 +35,11 @@ _STOP = frozenset("""did does do is are was were used use uses using of for in o
 have had that this it they from at as be been when where which what achieve achieves report
 reports get gets give gives train trained propose proposed introduce introduced evaluate
 evaluated run""".split())
+
+
+# "how much faster": the word after the wh-word is no noun, so there is no head to look for
+_COMPARATIVES = frozenset("""faster slower better worse larger smaller bigger higher lower fewer
+more less greater quicker cheaper longer shorter stronger weaker accurate efficient""".split())
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,8 @@ def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
             low = word.lower().strip(".")
             if not head and low in _SKIP:
                 continue
-            if low in _STOP or low in skip or not re.fullmatch(r"[a-z][a-z-]*", low):
+            if low in _STOP or low in skip or low in _COMPARATIVES or \
+                    not re.fullmatch(r"[a-z][a-z-]*", low):
                 break
             head.append(low)
             if len(head) == 3:
@@ -83,6 +91,8 @@ def missing_detail(question: str, paper: Paper, similarity: float, threshold: fl
     a = asked(question, (paper.label,))
     if a.kind == "expansion" or not a.head or a.head in ("paper", "papers") or mentions(paper, a.head):
         return None
+    if a.kind == "number" and _QUANTITY.search(a.head.split()[-1]):
+        return None  # "which improvement": abstracts state results in other words (speedup, x)
     return a.head if similarity < threshold else None
 
 

@@ -39,7 +39,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 _FINDING = re.compile(
     r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
-    r"\b(?:is|are)\s+there\s+(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
+    r"\b(?:is|are|does|do)\s+there\s+(?:be\s+|exist\s+)?(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
     r"(?P<n2>papers?|works?|stud(?:y|ies)|research|something|anything)\b|"
     r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b|"
     r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|work|study)\b|"
@@ -90,7 +90,7 @@ class Query:
     named: tuple[str, ...]  # papers named in it, in order of appearance
     hits: tuple[Hit, ...]  # the best fused hits of `search` (what the sources panel shows)
     pool: tuple[Hit, ...]  # the longer fused list they head, for paper-finding questions
-    best: float  # best dense cosine of `search` over the index: the off-topic signal
+    best: float  # best dense cosine among the top fused hits: the off-topic signal
     notice: str = ""
     corrected: tuple[tuple[str, str], ...] = ()  # (typo, correction) pairs applied to `search`
 
@@ -132,7 +132,9 @@ class Router:
         named = self.named(f"{text} {search}" if search != text else text)
         vector = self.retriever.embedder.embed_one(search)
         pool = self.retriever.search(search, k=30, vector=vector) if search.strip() else []
-        best = max((h.dense_score for h in pool if h.dense_score is not None), default=0.0)
+        # the off-topic signal: the best cosine among the top fused hits (where BM25 and the
+        # embedding agree); over all 30 dense hits it separated dev's off-topic rows worse
+        best = max((h.dense_score for h in pool[:8] if h.dense_score is not None), default=0.0)
         return Query(text, lang, search, vector, tuple(named), tuple(pool[:8]), tuple(pool),
                      best, notice, corrected)
 
@@ -289,7 +291,8 @@ class Router:
         return found.paper.id if found.status == "resolved" and found.paper else ""
 
 
-_COMPARATIVE = re.compile(r"\b(?:which|who) (?:is|was|does|do|has|one)\b.*\b(?:better|worse|faster|"
+_COMPARATIVE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b|\bcontrast\b|\bvs\.?\s|\bversus\b|"
+                          r"\b(?:which|who) (?:is|was|does|do|has|one)\b.*\b(?:better|worse|faster|"
                           r"slower|more|less|larger|smaller|higher|lower)\b|\b(?:more|less|"
                           r"better|faster) \w+ than\b|\bcompared? (?:to|with)\b|\bdiffer",
                           re.IGNORECASE)

@@ -61,7 +61,7 @@ def test_typos_are_corrected_and_the_question_is_not_declined(assistant):
 @pytest.mark.model
 def test_a_spanish_paper_finding_question_is_not_declined(assistant):
     a = assistant.ask("¿Qué trabajos presentan un benchmark para evaluar agentes de IA?")
-    assert not a.abstained and a.intent == "find" and a.language == "es"
+    assert not a.abstained and a.language == "es"
     assert "003-13" in {c.paper_id for c in a.citations}  # FIRE-BENCH
 
 
