@@ -196,3 +196,5 @@ def test_hostile_documents_in_the_browser_run_nothing_and_load_nothing(hostile_p
     assert seen["dialogs"] == [], seen["dialogs"]
     assert seen["errors"] == [], seen["errors"]
     assert len(seen["requests"]) > 10  # the recorder did see the page's own traffic
+    print(f"\nhostile: {len(QUESTIONS)} questions, 3 abstracts viewed, "
+          f"{len(seen['requests'])} requests, {len(seen['outside'])} beyond 127.0.0.1")
