@@ -23,7 +23,7 @@ from tests.ui_browser import ARTIFACTS, CHROMIUM, chromium, page_state, served
 pytestmark = [pytest.mark.browser, pytest.mark.model]
 pytest.importorskip("playwright.sync_api")
 
-DEADLINE_S = 600.0  # the whole crowd, with model load; only a hang reaches it
+DEADLINE_S = 120.0  # + 60 s per session: the whole crowd with model load; only a hang reaches it
 # (question, the paper its answer must cite, needs the model). Paper-finding questions are
 # answered from the index; the others go through the generator. Not from eval/.
 QUESTIONS = [
@@ -80,7 +80,8 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
         ended: dict[int, float] = {}
         final: dict[int, dict[str, Any]] = {}
         stop_clicked = False
-        deadline = time.monotonic() + DEADLINE_S
+        limit = DEADLINE_S + 60.0 * n
+        deadline = time.monotonic() + limit
         while len(ended) < n and time.monotonic() < deadline:
             for i, page in enumerate(pages):
                 if i in ended:
@@ -97,7 +98,7 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
             time.sleep(0.05)
 
         stuck = [plan[i][0] for i in range(n) if i not in ended]
-        assert not stuck, f"no answer within {DEADLINE_S:.0f} s: {stuck}"
+        assert not stuck, f"no answer within {limit:.0f} s: {stuck}"
         assert stop_clicked, "the stopped session never reached the writing stage"
         for i, (q, paper, _) in enumerate(plan):
             st = final[i]
