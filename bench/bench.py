@@ -117,8 +117,8 @@ def engine_row(w: dict[str, Any], machine: dict[str, Any]) -> dict[str, Any]:
     prefill = [(r["prompt_tokens"] - (r.get("cached_prompt_tokens") or 0)) / r["prefill_s"]
                for r in m if r.get("prefill_s")]
     decode, raw = median(col("decode_tok_s")), median(col("engine_decode_tok_s"))
-    bound = (machine["bandwidth_gbs"] * 1e9 / w["gguf_read_bytes_per_token"]
-             if w.get("gguf_read_bytes_per_token") else None)
+    bound = (machine["bandwidth_gbs"] * 1e9 / w["gguf_read_bytes_per_token"]  # 4-bit engines only
+             if w.get("gguf_read_bytes_per_token") and w["engine"] == "llama.cpp" else None)
     totals = [r["total_s"] for r in w["records"]]
     row: dict[str, Any] = {
         "engine": w["engine_name"], "engine_kind": w["engine"], "build": w["build"],
