@@ -104,9 +104,9 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
             st = final[i]
             assert st["users"] == [q], (i, st["users"])  # its own question, once
             assert st["bots"] == 1, (i, st)  # one answer: none duplicated
-            if i == STOPPED:
+            if i == STOPPED:  # stopped, showing what it had (nothing, or a partial answer)
                 assert "status-stopped" in st["status"], st
-                assert "(stopped)" in st["answer"] and not st["cited"], st
+                assert set(st["cited"]) <= {paper}, st  # and never another session's answer
                 continue
             assert "status-done" in st["status"], (q, st["status_text"], st["answer"])
             assert paper in st["cited"], (q, paper, st["cited"], st["answer"])
@@ -167,7 +167,10 @@ def test_full_queue_tells_a_newcomer_at_once_and_a_retry_works(assistant: Any, s
         for p in (a, b):
             p.wait_for_selector("#status .status-done", timeout=300_000)
         c.locator("#send").click()  # the retry
-        c.wait_for_selector("#status .status-done, #status .status-error", timeout=180_000)
+        c.wait_for_function(  # (the refusal's status line is on screen until the retry's)
+            "document.querySelectorAll('#chat .question').length === 1 && "
+            "document.querySelector('#status .status-done, #status .status-error') !== null",
+            timeout=180_000)
         st = page_state(c)
         assert st["users"] == [newcomer] and "003-06" in st["cited"], st
         for p in (a, b, c):
