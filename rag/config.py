@@ -88,7 +88,9 @@ class AnswerSettings(BaseModel):
     # the named paper's best sentence (score without its name) answers what the model declined;
     # dev: unanswerable rows <= 0.343 (one number row 0.435), answerable from 0.35
     rescue: float = 0.35
-    rescue_number: float = 0.28  # the same floor for number questions (dev: unanswerable <= 0.269)
+    # the same floor for a number question's best number-bearing sentence; dev: answerable
+    # number rows >= 0.249, unanswerable ones the guard does not catch <= 0.159
+    rescue_number: float = 0.20
     # a detail whose head noun the named abstract lacks is "not stated" when no sentence's cosine
     # reaches this; dev: such unanswerable rows 0.18-0.30 (2 at 0.47-0.50), answerable 0.475
     guard_similarity: float = 0.45
@@ -113,7 +115,7 @@ class UISettings(BaseModel):
     port: int = Field(7860, gt=0, lt=65536)
     auth_user: str = ""
     auth_password: str = ""
-    concurrency_limit: int = Field(1, gt=0)
+    concurrency_limit: int = Field(0, ge=0)  # 0: the engine's parallel slots (llama.cpp 4, transformers 1)
     max_queue: int = Field(20, gt=0)
     max_question_chars: int = Field(4000, gt=0)  # longer questions are refused, not queued
     questions_per_minute: int = Field(10, gt=0)  # per browser session

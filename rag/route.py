@@ -17,6 +17,7 @@ Every threshold lives in `RouteSettings` (config), fitted on the eval's dev spli
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -28,9 +29,12 @@ import numpy as np
 from rag import compare as cmp
 from rag import language
 from rag.config import RouteSettings
+from rag.errors import RagError
 from rag.evidence import SentenceIndex
 from rag.retrieve import Retriever, tokenize
 from rag.types import Hit, Turn
+
+log = logging.getLogger(__name__)
 
 Intent = Literal["ask", "find", "compare", "followup", "decline"]
 
@@ -126,7 +130,13 @@ class Router:
         lang = language.detect(text, self.settings.language_confidence) if text else "en"
         corrected: tuple[tuple[str, str], ...] = ()
         if lang != "en":
-            search = self.translate(text, lang).strip() or text
+            try:
+                search = self.translate(text, lang).strip() or text
+            except RagError as e:  # no model: search with the question as written
+                log.warning("could not translate a %s question: %s", lang, e)
+                search = text
+                notice = (notice + " " if notice else "") + (
+                    "The question could not be translated for searching; results may be weaker.")
         else:
             search, corrected = self.correct(text)
         named = self.named(f"{text} {search}" if search != text else text)

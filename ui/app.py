@@ -284,8 +284,15 @@ def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blo
             with gr.Tab("Papers", id="papers"):
                 build_papers_tab(assistant, tabs, chat["box"], compare["left"],
                                  compare["right"], demo)
-    demo.queue(default_concurrency_limit=ui.concurrency_limit, max_size=ui.max_queue)
+    demo.queue(default_concurrency_limit=concurrency(ui, assistant), max_size=ui.max_queue)
     return demo
+
+
+def concurrency(ui: UISettings, assistant: Any) -> int:
+    """Chats served at once: the setting, or (0) as many as the engine runs in parallel."""
+    if ui.concurrency_limit:
+        return ui.concurrency_limit
+    return max(1, int(getattr(getattr(assistant, "generator", None), "parallel", 1) or 1))
 
 
 def launch_kwargs(ui: UISettings) -> dict[str, Any]:
@@ -337,7 +344,7 @@ def main(settings: Settings | None = None) -> None:
     threading.Thread(target=warm_up, name="rag-warm-up", daemon=True).start()
     app = create_app(assistant, settings)
     url = f"http://{settings.ui.host}:{settings.ui.port}"
-    log.info("serving on %s (concurrency %d, queue %d)", url, settings.ui.concurrency_limit,
+    log.info("serving on %s (concurrency %d, queue %d)", url, concurrency(settings.ui, assistant),
              settings.ui.max_queue)
     stopping = threading.Event()
 
