@@ -233,7 +233,11 @@ class Router:
             prev_sim = self._similarity(q, prev)
             evidence["previous"] = round(prev_sim, 3)
             alone_confident = q.best >= s.followup_confident and top not in prev
-            if prev_sim >= s.followup_min and (not alone_confident or set(q.named) & set(prev)):
+            # a short question in plain words that finds nothing alone ("What does it prove?")
+            # leans on the previous turn even when its words match no sentence of that paper
+            generic = len(q.search.split()) <= 6 and _plain_words(q.search)
+            if (prev_sim >= s.followup_min or generic) and \
+                    (not alone_confident or set(q.named) & set(prev)):
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=prev, evidence=evidence)
         if not q.named and q.best < s.offtopic_threshold:
@@ -320,6 +324,14 @@ must neither never nothing often other otherwise over quite rather really same s
 since some something such than that their theirs them then there these they thing things this
 those though through under until very want what whats when where whether which while whom
 whose will with within without would your yours""".split())
+
+
+def _plain_words(text: str) -> bool:
+    """Mostly common English words (wordfreq Zipf >= 3): a question, not pasted junk."""
+    from wordfreq import zipf_frequency
+
+    words = re.findall(r"[A-Za-z']+", text)
+    return bool(words) and sum(zipf_frequency(w, "en") >= 3.0 for w in words) >= 0.6 * len(words)
 
 
 def _proper_name(side: str) -> bool:
