@@ -18,7 +18,6 @@ from dataclasses import replace
 
 from rag import compare as cmp
 from rag import extract, guard
-from rag import language as lang_id
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -130,7 +129,7 @@ class Assistant:
         runs it in the background at start."""
         _ = self.retriever.papers
         self.embedder.warm_up()
-        lang_id.warm_up()
+        self.router.warm_up()
         self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
 
     # ---- papers ---------------------------------------------------------------------------

@@ -20,9 +20,6 @@ log = logging.getLogger(__name__)
 
 TIE = 0.05  # prefer the model's cited paper when within this of the best score
 
-__all__ = ["SentenceIndex", "attach", "best_support", "looked_here", "citation"]
-
-
 def best_support(sentence: str, vec: np.ndarray, papers: list[Paper], index: SentenceIndex,
                  prefer: set[str]) -> Evidence | None:
     """The abstract sentence that best supports `sentence`, over the given papers; a paper

@@ -121,7 +121,7 @@ def _tidy(side: str) -> str:
     return side.strip(" ,;:\"'“”")
 
 
-def looks_like_name(text: str) -> bool:
+def _looks_like_name(text: str) -> bool:
     words = text.split()
     return len(words) <= 3 and any(
         re.search(r"[A-Z].*[A-Z0-9]|\d", w[1:] if w[:1].isupper() else w) or w.isupper()
@@ -149,7 +149,7 @@ def resolve_side(a: Parts, text: str, history: Sequence[Turn]) -> Side:
     if len(verbatim) == 1:
         return Side(text, "resolved", verbatim[0])
     hits = a.retriever.search(text, k=3, group=True)
-    if looks_like_name(text) or not hits:
+    if _looks_like_name(text) or not hits:
         return Side(text, "unknown", candidates=tuple(papers[h.chunk.paper_id] for h in hits))
     sims = [a.retriever.dense(text, 1, {h.chunk.paper_id})[0].score for h in hits]
     if sims[0] < a.unknown_below:

@@ -38,17 +38,11 @@ def ranked_sentences(paper: Paper, question: str, qvec: np.ndarray,
     return [(ev.start, ev.end, ev.score) for ev in index.rank(paper, question, qvec)]
 
 
-def best_sentence(paper: Paper, question: str, qvec: np.ndarray,
-                  index: SentenceIndex) -> tuple[int, int, float]:
-    """(start, end, score) of the paper's sentence that best matches the question."""
-    return ranked_sentences(paper, question, qvec, index)[0]
-
-
 def paper_scores(papers: list[Paper], question: str, index: SentenceIndex,
                  qvec: np.ndarray | None = None) -> list[tuple[Paper, float]]:
     """Each paper with the score of its best matching sentence, best first."""
     qvec = index.embedder.embed_one(question) if qvec is None else qvec
-    scored = [(p, best_sentence(p, question, qvec, index)[2]) for p in papers]
+    scored = [(p, index.rank(p, question, qvec)[0].score) for p in papers]
     return sorted(scored, key=lambda x: -x[1])
 
 

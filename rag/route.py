@@ -123,6 +123,11 @@ class Router:
         self._vocab: dict[str, int] | None = None
         self._vocab_key = 0
 
+    def warm_up(self) -> None:
+        """Load what the first question would: lingua's models, wordfreq's list, the vocabulary."""
+        language.warm_up()
+        self.correct("warm up the tpyo list")
+
     # ---- the query --------------------------------------------------------------------------
 
     def query(self, question: str) -> Query:
