@@ -132,6 +132,11 @@ class Assistant:
         self.router.warm_up()
         self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
 
+    def refresh(self) -> None:
+        """Re-read the index after an ingest (uploads): search, names and the typo vocabulary."""
+        self.retriever.refresh()
+        self.router.refresh()
+
     # ---- papers ---------------------------------------------------------------------------
 
     def papers(self) -> list[Paper]:

@@ -172,6 +172,10 @@ class Router:
                 found.append(names[hit[0]])
         return found
 
+    def refresh(self) -> None:
+        """Forget the corpus vocabulary; the next question rebuilds it from the index."""
+        self._vocab = None
+
     def vocabulary(self) -> dict[str, int]:
         """Word counts of the indexed abstracts: what a typo is corrected towards."""
         papers = self.retriever.papers
