@@ -32,20 +32,20 @@ def test_owners_rename_delete_for_real(tmp_path: Path) -> None:
     cid = store.add("browser:x", "", a)
     assert store.add("browser:x", cid, b) == cid
     other = store.add("browser:y", "", c)
-    [info] = store.list("browser:x")
+    [info] = store.conversations("browser:x")
     assert (info.id, info.title, info.turns) == (cid, a.question, 2)
     assert store.load("browser:x", cid) == [a, b]
     assert store.load("browser:y", cid) == []  # another browser never reads it
     assert not store.rename("browser:y", cid, "stolen") and not store.delete("browser:y", cid)
     assert store.rename("browser:x", cid, "  My  SSL4RL notes ")
-    assert store.list("browser:x")[0].title == "My SSL4RL notes"
-    assert "2 turns" in list_label(store.list("browser:x")[0])
+    assert store.conversations("browser:x")[0].title == "My SSL4RL notes"
+    assert "2 turns" in list_label(store.conversations("browser:x")[0])
     assert store.delete("browser:x", cid)
     db = sqlite3.connect(tmp_path / "conversations.sqlite")
     assert db.execute("SELECT COUNT(*) FROM turns WHERE conversation = ?", (cid,)).fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM conversations WHERE id = ?", (cid,)).fetchone() == (0,)
     assert db.execute("SELECT COUNT(*) FROM turns").fetchone() == (1,)  # y's is kept
-    assert store.list("browser:y")[0].id == other
+    assert store.conversations("browser:y")[0].id == other
 
 
 def test_many_threads_at_once(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_many_threads_at_once(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    assert all(store.list(f"browser:{i}")[0].turns == 5 for i in range(12))
+    assert all(store.conversations(f"browser:{i}")[0].turns == 5 for i in range(12))
 
 
 def test_title_from_first_question() -> None:

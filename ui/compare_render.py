@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rag.types import Cell, Comparison, Side
-from ui.render import anchor, esc, paper_title
+from ui.render import anchor, display_name, esc, name_html, paper_title
 
 NOT_STATED = "not stated in the abstract"
 
@@ -23,7 +23,7 @@ def _side_head(side: Side) -> str:
     if side.paper is None:
         return f"<th>{esc(side.query)}</th>"
     p = side.paper
-    return (f'<th data-paper="{esc(p.id)}"><span class="label">{esc(p.label)}</span><br>'
+    return (f'<th data-paper="{esc(p.id)}">{name_html(p, "span")}<br>'
             f'<code class="pid">{esc(p.id)}</code></th>')
 
 
@@ -31,7 +31,7 @@ def _side_problem(side: Side) -> str:
     if side.status == "unknown":
         return f"<li>“{esc(side.query)}” matches no paper in the collection.</li>"
     if side.status == "ambiguous":
-        options = "".join(f"<li><code>{esc(p.id)}</code> {esc(p.label)}</li>"
+        options = "".join(f"<li><code>{esc(p.id)}</code> {esc(display_name(p))}</li>"
                           for p in side.candidates)
         return (f"<li>“{esc(side.query)}” could mean several papers; pick one:"
                 f"<ul>{options}</ul></li>")

@@ -167,7 +167,7 @@ class ConversationStore:
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, cid))
         return cid
 
-    def list(self, owner: str) -> list[ConversationInfo]:
+    def conversations(self, owner: str) -> list[ConversationInfo]:
         """The owner's conversations, most recently used first."""
         with self._connect() as db:
             rows = db.execute(

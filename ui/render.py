@@ -94,13 +94,44 @@ def first_sentence(text: str, limit: int = 220) -> str:
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
+def display_name(p: Paper) -> str:
+    """The name a person reads: the paper's title (generated at ingest), else its label."""
+    return str(getattr(p, "title", "") or "") or p.label
+
+
+def is_generated(p: Paper) -> bool:
+    return bool(getattr(p, "title", "")) and bool(getattr(p, "title_generated", False))
+
+
+GENERATED_HINT = "generated title: written by the local model from the abstract"
+
+
+def name_html(p: Paper, tag: str = "b", cls: str = "label") -> str:
+    """The paper's name, with a small marker and a hover hint when the title was generated."""
+    if not is_generated(p):
+        return f'<{tag} class="{cls}">{esc(display_name(p))}</{tag}>'
+    hint = f"{GENERATED_HINT} (label: {p.label})"
+    return (f'<{tag} class="{cls}" title="{esc(hint)}">{esc(display_name(p))}</{tag}>'
+            f'<span class="gen" title="{esc(GENERATED_HINT)}">gen</span>')
+
+
 def paper_title(p: Paper) -> str:
-    return f"{p.id} · {p.label}"
+    return f"{p.id} · {display_name(p)}"
+
+
+def related_html(related: Sequence[Paper]) -> str:
+    """'Related: A · B · C', each a link that opens that paper (ui/assets.py's script)."""
+    if not related:
+        return ""
+    links = " · ".join(
+        f'<a class="open-paper" href="#paper-{esc(r.id)}" data-paper="{esc(r.id)}" '
+        f'title="{esc(paper_title(r))}">{esc(display_name(r))}</a>' for r in related)
+    return f'<div class="related"><span>Related:</span> {links}</div>'
 
 
 def _paper_ref(pid: str, papers: Mapping[str, Paper]) -> str:
     p = papers.get(pid)
-    return (f'<b>{esc(p.label)}</b> <code>{esc(p.id)}</code>' if p
+    return (f'{name_html(p)} <code>{esc(p.id)}</code>' if p
             else f"<code>{esc(pid)}</code>")
 
 
@@ -241,8 +272,9 @@ def links_html(links: Sequence[str]) -> str:
 
 
 def paper_card_html(p: Paper, cites: Sequence[Citation] = (), anchors: Sequence[str] = (),
-                    markers: Sequence[int] = ()) -> str:
-    """One paper: label, id, source file and line, links, and its abstract (highlighted)."""
+                    markers: Sequence[int] = (), related: Sequence[Paper] = ()) -> str:
+    """One paper: name, id, source file and line, links, its abstract (highlighted) and its
+    nearest papers."""
     ids = list(anchors)
     head_id = f' id="{esc(ids[0])}"' if ids else ""
     extra = "".join(f'<span id="{esc(a)}"></span>' for a in ids[1:])
@@ -250,11 +282,12 @@ def paper_card_html(p: Paper, cites: Sequence[Citation] = (), anchors: Sequence[
     tag_html = f'<span class="marker">{tag}</span> ' if tag else ""
     links = links_html(p.links)
     return (f'<section class="src"{head_id} data-paper="{esc(p.id)}">{extra}'
-            f'<div class="src-head">{tag_html}<b class="label">{esc(p.label)}</b> '
+            f'<div class="src-head">{tag_html}{name_html(p)} '
             f'<code class="pid">{esc(p.id)}</code></div>'
             f'<div class="src-meta">{esc(p.source)}, line {p.line}'
             f'{" · " + links if links else ""}</div>'
-            f'<p class="abstract">{highlight(p.clean, cites)}</p></section>')
+            f'<p class="abstract">{highlight(p.clean, cites)}</p>{related_html(related)}'
+            '</section>')
 
 
 def cited_groups(citations: Iterable[Citation]) -> list[tuple[str, list[int], list[Citation]]]:
@@ -278,8 +311,11 @@ def all_citations(answer: Answer) -> list[Citation]:
     return cites
 
 
-def sources_html(answer: Answer, papers: Mapping[str, Paper], scope: str) -> str:
-    """The sources panel after an answer: cited papers with highlights, then the rest."""
+def sources_html(answer: Answer, papers: Mapping[str, Paper], scope: str,
+                 related: Mapping[str, Sequence[Paper]] | None = None) -> str:
+    """The sources panel after an answer: cited papers with highlights (and each one's nearest
+    papers, from `related`), then the rest."""
+    near = related or {}
     if answer.comparison is not None:
         sides = (answer.comparison.left, answer.comparison.right)
         papers = {**{s.paper.id: s.paper for s in sides if s.paper}, **papers}
@@ -294,14 +330,16 @@ def sources_html(answer: Answer, papers: Mapping[str, Paper], scope: str) -> str
                 parts.append(f'<section class="src missing" id="{anchor(scope, ms[0])}">'
                              f"[{ms[0]}] <code>{esc(pid)}</code> (not in the index)</section>")
                 continue
-            parts.append(paper_card_html(p, cs, [anchor(scope, m) for m in ms], ms))
+            parts.append(paper_card_html(p, cs, [anchor(scope, m) for m in ms], ms,
+                                         near.get(pid, ())))
     elif answer.abstained and answer.closest:
         parts.append('<h3>Closest papers (not an answer)</h3>')
-        parts.extend(paper_card_html(papers[pid]) for pid in answer.closest if pid in papers)
+        parts.extend(paper_card_html(papers[pid], related=near.get(pid, ()))
+                     for pid in answer.closest if pid in papers)
     elif answer.comparison is not None:
         for side in (answer.comparison.left, answer.comparison.right):
             if side.paper is not None:
-                parts.append(paper_card_html(side.paper))
+                parts.append(paper_card_html(side.paper, related=near.get(side.paper.id, ())))
     else:
         parts.append('<p class="empty">No abstract was cited.</p>')
     rest = [h for h in answer.hits if h.chunk.paper_id not in cited]
@@ -319,7 +357,7 @@ def retrieved_list(hits: Sequence[Hit], papers: Mapping[str, Paper], snippet: in
         if pid in seen:
             continue
         seen.add(pid)
-        label = papers[pid].label if pid in papers else h.label or pid
+        label = display_name(papers[pid]) if pid in papers else h.label or pid
         text = h.chunk.text if len(h.chunk.text) <= snippet else h.chunk.text[: snippet - 1] + "…"
         items.append(f'<li data-paper="{esc(pid)}"><b>{esc(label)}</b> <code>{esc(pid)}</code>'
                      f'<div class="snip">{esc(text)}</div></li>')
@@ -349,9 +387,10 @@ def paper_rows(papers: Iterable[Paper], query: str = "") -> list[list[str]]:
     words = query.lower().split()
     rows = []
     for p in papers:
-        hay = f"{p.id} {p.label} {p.clean} {p.source}".lower()
+        hay = f"{p.id} {p.label} {display_name(p)} {p.clean} {p.source}".lower()
         if all(w in hay for w in words):
-            rows.append([p.id, p.label, first_sentence(p.clean)])
+            mark = " ✦" if is_generated(p) else ""
+            rows.append([p.id, display_name(p) + mark, first_sentence(p.clean)])
     return rows
 
 
