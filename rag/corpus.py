@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from rag.errors import CorpusError
@@ -55,23 +57,130 @@ def strip_invisible(text: str) -> str:
     return _INVISIBLE.sub("", text)
 
 
+# ---- cleaning, with offsets back to the original --------------------------------------
+#
+# Every step is a regex substitution on a `_Mapped` string, which carries, for each of its
+# characters, the span of the original text it came from: a character copied through keeps
+# its own one-character span, a character written in place of markup ("α" for "\alpha", '"'
+# for "``") spans the whole markup it replaced. So any span of the cleaned text maps back to
+# the original by (min of its starts, max of its ends), whatever the steps did.
+
+Piece = str | int  # a replacement piece: literal text, or a group number copied with offsets
+
+
+class _Mapped:
+    __slots__ = ("ends", "starts", "text")
+
+    def __init__(self, text: str, starts: list[int], ends: list[int]) -> None:
+        self.text, self.starts, self.ends = text, starts, ends
+
+    @classmethod
+    def of(cls, text: str) -> _Mapped:
+        return cls(text, list(range(len(text))), list(range(1, len(text) + 1)))
+
+    def sub(self, pattern: re.Pattern[str], repl: Callable[[re.Match[str]], list[Piece]]
+            ) -> _Mapped:
+        text, out, starts, ends = self.text, [], [], []
+        pos = 0
+        for m in pattern.finditer(text):
+            a, b = m.span()
+            if a == b:  # the patterns never match empty; a safeguard, not a path
+                continue
+            out.append(text[pos:a])
+            starts += self.starts[pos:a]
+            ends += self.ends[pos:a]
+            lo, hi = min(self.starts[a:b]), max(self.ends[a:b])
+            for piece in repl(m):
+                if isinstance(piece, int):
+                    ga, gb = m.span(piece)
+                    if ga >= 0:
+                        out.append(text[ga:gb])
+                        starts += self.starts[ga:gb]
+                        ends += self.ends[ga:gb]
+                elif piece:
+                    out.append(piece)
+                    starts += [lo] * len(piece)
+                    ends += [hi] * len(piece)
+            pos = b
+        if pos == 0:
+            return self
+        out.append(text[pos:])
+        starts += self.starts[pos:]
+        ends += self.ends[pos:]
+        return _Mapped("".join(out), starts, ends)
+
+    def slice(self, a: int, b: int) -> _Mapped:
+        return _Mapped(self.text[a:b], self.starts[a:b], self.ends[a:b])
+
+
+@dataclass(frozen=True)
+class CleanText:
+    """Cleaned text and, per character, the span of the original it came from."""
+
+    text: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def to_original(self, start: int, end: int) -> tuple[int, int]:
+        """The span of the original text that `text[start:end]` was cleaned from."""
+        if not 0 <= start <= end <= len(self.text):
+            raise ValueError(f"span {start}:{end} is outside the cleaned text "
+                             f"(0:{len(self.text)})")
+        if start == end:
+            pos = self.starts[start] if start < len(self.text) else (self.ends[-1] if self.ends
+                                                                     else 0)
+            return pos, pos
+        return min(self.starts[start:end]), max(self.ends[start:end])
+
+
+_FONT = (r"emph|textit|textbf|texttt|textsc|textsf|textrm|text|mathrm|mathbf|mathcal|mathbb|"
+         r"mathit|mathsf|operatorname|widetilde|tilde|widehat|hat|bar|overline|boldsymbol|"
+         r"underline")
+_FONT_ARG = re.compile(r"\\(?:" + _FONT + r")\{([^{}]*)\}")
+_URL_CMD = re.compile(r"\\url\{([^{}]*)\}|\\href\{[^{}]*\}\{([^{}]*)\}")
+_TIE = re.compile(r"(?<=\S)~(?=\S)")  # TeX's non-breaking space ("Fig.~3"); "~20%" stays
+# one pass, so that an escaped "\$" or "\{" survives while bare "$" and braces go
+_TEX = re.compile(r"\\\\|\\([A-Za-z]+)|\\([%&_#${}])|\\[,;:! ]|\$|[{}]")
+# commands that only switch fonts, size delimiters or space, and links without an argument
+_SILENT = set(_FONT.split("|")) | {
+    "url", "href", "it", "bf", "rm", "tt", "em", "sf", "sc", "left", "right", "big", "Big",
+    "bigl", "bigr", "Bigl", "Bigr", "displaystyle", "textstyle", "noindent", "quad", "qquad"}
+_ITALIC = re.compile(r"(?<![\w*])\*([^*\n]+?)\*(?![\w*])")
+_QUOTES = re.compile(r"``|''")
+_DASHES = re.compile(r"---|--")
+_SPACE = re.compile(r"\s+")
+
+
+def _tex(m: re.Match[str]) -> list[Piece]:
+    if m.group(1):
+        name = m.group(1)
+        return [] if name in _SILENT else [_GREEK.get(name, name)]
+    if m.group(2):
+        return [2]
+    return [" "] if m.group().startswith("\\") and m.group() != "\\" else []
+
+
+def clean_map(text: str) -> CleanText:
+    """Strip Markdown/LaTeX noise for display and embedding, keeping words and numbers,
+    with each cleaned character's span in `text`."""
+    s = _Mapped.of(text).sub(_INVISIBLE, lambda m: [])
+    s = s.sub(_URL_CMD, lambda m: [1, 2])  # \url{u} -> u, \href{u}{words} -> words
+    s = s.sub(_TIE, lambda m: [" "])
+    s = s.sub(_FONT_ARG, lambda m: [1]).sub(_FONT_ARG, lambda m: [1])  # one level of nesting
+    s = s.sub(_TEX, _tex)
+    s = s.sub(re.compile(r"\*\*"), lambda m: [])
+    s = s.sub(_QUOTES, lambda m: ['"'])
+    s = s.sub(_ITALIC, lambda m: [1])
+    s = s.sub(_DASHES, lambda m: ["—" if m.group() == "---" else "–"])
+    s = s.sub(_SPACE, lambda m: [" "])
+    lead = len(s.text) - len(s.text.lstrip())
+    s = s.slice(lead, len(s.text.rstrip()))
+    return CleanText(s.text, tuple(s.starts), tuple(s.ends))
+
+
 def clean_text(text: str) -> str:
     """Strip Markdown/LaTeX noise for display and embedding; keeps the words and numbers."""
-    s = strip_invisible(text)
-    s = re.sub(r"\\(?:emph|textit|textbf|texttt|text|mathrm|mathbf|mathcal|mathbb|operatorname"
-               r"|widetilde|tilde|hat|bar|boldsymbol)\{([^{}]*)\}", r"\1", s)
-    s = re.sub(r"\\(?:emph|textit|textbf|texttt|text|mathrm|mathbf|mathcal|widetilde|tilde)"
-               r"\{([^{}]*)\}", r"\1", s)  # second pass for one level of nesting
-    s = re.sub(r"\\([A-Za-z]+|%)", lambda m: _GREEK.get(m.group(1), m.group(1)), s)
-    s = re.sub(r"\\(?:url|href)\b", "", s)
-    s = s.replace("$", "")
-    s = re.sub(r"[_^]\{([^{}]*)\}", lambda m: m.group(1) if len(m.group(1)) > 1 else m.group(1), s)
-    s = s.replace("{", "").replace("}", "")
-    s = s.replace("**", "").replace("``", '"').replace("''", '"')
-    s = re.sub(r"(?<![\w*])\*([^*\n]+?)\*(?![\w*])", r"\1", s)  # *italic*
-    s = s.replace("---", "—").replace("--", "–")
-    s = re.sub(r"[ \t]+", " ", s.replace("\r", " ").replace("\n", " "))
-    return s.strip()
+    return clean_map(text).text
 
 
 # Sentences that address the assistant instead of describing research: instructions planted in
@@ -102,17 +211,70 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 def withhold_instructions(clean: str) -> tuple[str, tuple[str, ...]]:
     """(the text without sentences addressed to the assistant, those sentences)."""
-    kept: list[str] = []
-    withheld: list[str] = []
-    for sentence in _SENTENCES.split(clean):
-        (withheld if _ADDRESSED.search(sentence) else kept).append(sentence)
+    kept, withheld = _withhold(_identity(clean))
+    return kept.text, withheld
+
+
+def _identity(text: str) -> CleanText:
+    return CleanText(text, tuple(range(len(text))), tuple(range(1, len(text) + 1)))
+
+
+def _withhold(c: CleanText) -> tuple[CleanText, tuple[str, ...]]:
+    """`withhold_instructions` on cleaned text with offsets: the offsets follow the kept
+    sentences; the space that joins two kept sentences maps to the space before the second."""
+    text = c.text
+    bounds: list[tuple[int, int]] = []
+    pos = 0
+    for m in _SENTENCES.finditer(text):
+        bounds.append((pos, m.start()))
+        pos = m.end()
+    bounds.append((pos, len(text)))
+    withheld = tuple(text[a:b] for a, b in bounds if _ADDRESSED.search(text[a:b]))
     if not withheld:
-        return clean, ()
-    return " ".join(kept).strip(), tuple(withheld)
+        return c, ()
+    out = _Mapped("", [], [])
+    for a, b in bounds:
+        if _ADDRESSED.search(text[a:b]):
+            continue
+        if out.text:  # a > 0 here: the character before a sentence is its separator
+            out = _Mapped(out.text + " ", out.starts + [c.starts[a - 1]], out.ends + [c.ends[a - 1]])
+        out = _Mapped(out.text + text[a:b], out.starts + list(c.starts[a:b]),
+                      out.ends + list(c.ends[a:b]))
+    lead = len(out.text) - len(out.text.lstrip())
+    out = out.slice(lead, len(out.text.rstrip()))
+    return CleanText(out.text, tuple(out.starts), tuple(out.ends)), withheld
+
+
+def clean_abstract(text: str) -> tuple[CleanText, tuple[str, ...]]:
+    """An abstract as indexed: cleaned, without sentences addressed to the assistant (also
+    returned), with offsets into `text`."""
+    return _withhold(clean_map(text))
+
+
+@lru_cache(maxsize=4096)
+def _cleaned(text: str) -> CleanText:
+    return clean_abstract(text)[0]
+
+
+def original_span(paper: Paper, start: int, end: int) -> tuple[int, int]:
+    """The span of `paper.text` (the abstract as written, markup kept) that the span
+    `paper.clean[start:end]` (a quote, a highlighted sentence) was cleaned from."""
+    c = _cleaned(paper.text)
+    if c.text == paper.clean:
+        return c.to_original(start, end)
+    if not 0 <= start <= end <= len(paper.clean):  # an index built by an older cleaner
+        raise ValueError(f"span {start}:{end} is outside {paper.id}'s text (0:{len(paper.clean)})")
+    found = paper.text.find(paper.clean[start:end])
+    return (found, found + end - start) if found >= 0 else (0, len(paper.text))
+
+
+UPLOAD_PREFIX = re.compile(r"(u\d+)_")  # uploads are saved as "u001_<name>.txt" (rag/uploads.py)
 
 
 def paper_prefix(path: Path) -> str:
-    m = re.match(r"(\d+)", path.name)
+    """The id prefix of a seed file: its leading digits ("000_..." -> "000"), an upload's
+    "u<digits>" ("u001_mine.txt" -> "u001"), else its stem."""
+    m = re.match(r"(\d+)", path.name) or UPLOAD_PREFIX.match(path.name)
     return m.group(1) if m else path.stem
 
 
@@ -171,7 +333,8 @@ def load_file(path: Path, seen: dict[str, str] | None = None) -> tuple[list[Pape
             continue
         pid = f"{prefix}-{len(papers) + 1:02d}"
         seen[digest] = pid
-        clean, withheld = withhold_instructions(clean_text(text))
+        cleaned, withheld = clean_abstract(text)
+        clean = cleaned.text
         for sentence in withheld:
             warnings.append(f"{path.name}: line {line}: withheld a sentence addressed to an AI "
                             f"assistant from {pid}: {sentence[:80]!r}")
@@ -184,14 +347,17 @@ def load_file(path: Path, seen: dict[str, str] | None = None) -> tuple[list[Pape
     return papers, warnings
 
 
-def load_corpus(seeds: Path) -> Corpus:
-    """All papers of all `*.txt` files in `seeds`, sorted by file name."""
+def load_corpus(seeds: Path, uploads: Path | None = None) -> Corpus:
+    """All papers of all `*.txt` files in `seeds`, then in `uploads` (when it exists), each
+    folder sorted by file name; a repeated abstract is kept where it came first."""
     if not seeds.is_dir():
         raise CorpusError(f"{seeds}: no such folder; point --seeds (or paths.seeds) at the "
                           "folder of seed .txt files")
     files = sorted(seeds.glob("*.txt"))
     if not files:
         raise CorpusError(f"{seeds}: no .txt seed files found")
+    if uploads is not None and uploads.is_dir() and uploads.resolve() != seeds.resolve():
+        files += sorted(uploads.glob("*.txt"))
     seen: dict[str, str] = {}
     papers: list[Paper] = []
     warnings: list[str] = []

@@ -26,7 +26,7 @@ from rag.types import Chunk, Paper
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "3"  # bump when chunk metadata, cleaning or the label algorithm changes: forces a re-embed
+SCHEMA = "4"  # bump when chunk metadata, cleaning or the label algorithm changes: forces a re-embed
 
 
 @dataclass(frozen=True)
