@@ -1,10 +1,9 @@
 """The browser front end: `create_app(assistant, settings)` builds the Blocks, `serve` launches.
 
-Gradio is imported only in ui/ (here and the tab modules). Callbacks keep no state of their
-own: each browser session has a `ChatSession` and a `CompareSession` in gr.State (plain data:
-gradio deep-copies it), and each request gets its own stop Event (in `session.STOPS`, keyed by
-a random request id), stream and worker thread (see ui/session.py). Questions are admitted
-before they are queued: too long, too many from one session, or a full queue is said at once.
+Gradio is imported only in ui/ (here and the tab modules: chat_tab, compare_tab, papers_tab,
+map_tab, upload_tab, history_panel). Callbacks keep no state of their own: each browser
+session has a `ChatSession` and a `CompareSession` in gr.State (plain data: gradio deep-copies
+it), and each request gets its own stop Event (see ui/session.py).
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings, UISettings, offline_environment
@@ -23,267 +20,55 @@ offline_environment()  # GRADIO_ANALYTICS_ENABLED=False etc. must be set before 
 import gradio as gr  # noqa: E402
 
 from rag.errors import ConfigError  # noqa: E402
-from rag.types import Answer, Comparison, Paper, Sources  # noqa: E402
-from ui import render  # noqa: E402
 from ui.assets import CSS, HEAD  # noqa: E402
 from ui.auth import LoginGuard, LoginThrottle, exposure_error  # noqa: E402
+from ui.chat_tab import TITLE, build_chat_tab, chat_respond, queue_waiting  # noqa: E402
 from ui.compare_tab import build_compare_tab  # noqa: E402
+from ui.history_panel import build_history_sidebar, wire_history  # noqa: E402
+from ui.map_tab import build_map_tab  # noqa: E402
 from ui.papers_tab import build_papers_tab  # noqa: E402
-from ui.session import (  # noqa: E402
-    STOPS,
-    ChatSession,
-    export_conversation,
-    paper_lookup,
-    pump,
-    refusal,
-)
+from ui.shared import Shared  # noqa: E402
+from ui.upload_tab import build_upload_tab  # noqa: E402
+
+__all__ = ["chat_respond", "create_app", "launch_kwargs", "queue_waiting", "serve", "main"]
 
 if TYPE_CHECKING:
     from rag.assistant import Assistant
 
 log = logging.getLogger(__name__)
 
-TITLE = "ICML 2026 abstracts assistant"
-EXAMPLES = [
-    "What does SSL4RL use as a reward signal?",
-    "Which papers study unlearning or privacy leakage in LLMs?",
-    "Compare SSL4RL and TaRO",
-    "What problem does DefensiveKV address?",
-]
-PLACEHOLDER = (f"### {TITLE}\nAsk about the ICML 2026 papers in the collection. Answers come "
-               "only from the abstracts, and every claim links to the sentence behind it.")
-
-
-def _outputs(chat: Any = None, status: Any = None, sources: Any = None, export: Any = None,
-             send: Any = None, stop: Any = None) -> tuple[Any, ...]:
-    """One value per chat output, gr.skip() where nothing changes (less to stream)."""
-    return tuple(gr.skip() if v is None else v for v in (chat, status, sources, export, send,
-                                                         stop))
-
-
-def _finish(**values: Any) -> tuple[Any, ...]:
-    """The last update of a request: re-enable Send, disable Stop."""
-    return _outputs(**values, send=gr.Button(interactive=True), stop=gr.Button(interactive=False))
-
-
-def chat_respond(assistant: Assistant, session: ChatSession) -> Iterator[tuple[Any, ...]]:
-    """Stream one answer into the session's last message; the generator behind Send."""
-    question, epoch = session.pending, session.epoch
-    if not question:  # a second trigger (Send while busy, empty box): nothing to do
-        yield _outputs()
-        return
-    rid, stop = session.request, session.stop
-    session.pending = ""
-    messages = session.messages
-    idx = len(messages) - 1
-    if stop.is_set():  # Stop pressed while waiting in the queue: never start the model
-        messages[idx] = _bot(render.streaming_html("", "(stopped before it started)"))
-        session.busy = False
-        STOPS.close(rid)
-        yield _finish(chat=messages, status=render.status_html("stopped", None, "Stopped"))
-        return
-    scope = str(len(session.answers) + 1)
-    history = session.turns()
-    known: dict[str, Paper] = {}
-    retrieved: Sources | None = None
-    comparison: Comparison | None = None
-
-    def halted(hint: str) -> Any:  # the panel once no answer will come
-        return (render.retrieved_html(retrieved.hits, retrieved.papers, hint)
-                if retrieved is not None and retrieved.hits else None)
-
-    run = pump(lambda: assistant.stream(question, history, stop), stop)
-    try:
-        for pr in run:
-            if session.epoch != epoch:  # "New conversation" was pressed meanwhile
-                yield _finish()
-                return
-            if pr.kind in ("tick", "status"):
-                yield _outputs(status=render.status_html(pr.stage, pr.elapsed))
-            elif pr.kind == "sources" and pr.sources is not None:
-                known = {p.id: p for p in pr.sources.papers}
-                retrieved = pr.sources
-                yield _outputs(status=render.status_html(pr.stage, pr.elapsed),
-                               sources=render.retrieved_html(pr.sources.hits,
-                                                             pr.sources.papers))
-            elif pr.kind == "compared" and pr.comparison is not None:
-                comparison = pr.comparison
-                messages[idx] = _bot(render.comparison_streaming_html(comparison, scope))
-                yield _outputs(chat=messages,
-                               sources=render.comparison_sources_html(comparison, question,
-                                                                      scope))
-            elif pr.kind == "token":
-                bubble = (render.comparison_streaming_html(comparison, scope, pr.text)
-                          if comparison is not None else render.streaming_html(pr.text))
-                messages[idx] = _bot(bubble)
-                yield _outputs(chat=messages,
-                               status=render.status_html("writing", pr.elapsed))
-            elif pr.kind == "final" and pr.answer is not None:
-                answer = pr.answer
-                session.answers.append(answer)
-                papers = paper_lookup(assistant, known, answer)
-                messages[idx] = _bot(render.answer_html(answer, scope, papers))
-                status = render.done_status_html(answer)
-                if stop.is_set():
-                    status = render.status_html("stopped", None, "Stopped; partial answer kept")
-                yield _finish(chat=messages, status=status,
-                              sources=render.sources_html(answer, papers, scope),
-                              export=_export_button(assistant, session.answers))
-                return
-            elif pr.kind == "stopped":
-                messages[idx] = _bot(
-                    render.comparison_streaming_html(comparison, scope, pr.text, "(stopped)")
-                    if comparison is not None else render.streaming_html(pr.text, "(stopped)"))
-                yield _finish(chat=messages, status=render.status_html("stopped", None, "Stopped"),
-                              sources=halted("Stopped before the answer was finished."))
-                return
-            elif pr.kind == "error":
-                messages[idx] = _bot(render.error_html(pr.error))
-                yield _finish(chat=messages, status=render.status_html("error", None, "Failed"),
-                              sources=halted("No answer: see the message in the chat."))
-                return
-        yield _finish()
-    finally:
-        if session.epoch == epoch:  # after a clear, a newer request may own the flag
-            session.busy = False
-        run.wait()  # a stopped model may still be in its prefill: keep the queue slot till then
-        STOPS.close(rid)
-
-
-def _bot(content: str) -> dict[str, str]:
-    return {"role": "assistant", "content": content}
-
-
-def _export_button(assistant: Assistant, answers: list[Answer]) -> Any:
-    """The download, ready before the click (a DownloadButton serves its current value)."""
-    try:
-        papers = {p.id: p for p in assistant.papers()}
-        path = export_conversation(answers, papers)
-    except Exception:  # the export is a convenience; never let it break the answer
-        log.exception("conversation export failed")
-        return gr.DownloadButton(interactive=False)
-    return gr.DownloadButton(value=str(path), interactive=True)
-
-
-def queue_waiting(demo: gr.Blocks) -> tuple[int, int | None]:
-    """(events waiting in the app's queue, its max size); (0, None) before it is set up."""
-    q = getattr(demo, "_queue", None)
-    if q is None:
-        return 0, None
-    return len(q), q.max_size
-
-
-def build_chat_tab(assistant: Assistant, demo: gr.Blocks, ui: UISettings) -> dict[str, Any]:
-    # A plain, deep-copyable default: gradio copies it for each new browser session. (A
-    # factory would also add a queued load event that can overwrite a session after its first
-    # question was taken.)
-    session = gr.State(ChatSession(), delete_callback=lambda s: STOPS.stop(s.request))
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            chatbot = gr.Chatbot(
-                elem_id="chat", height=600, placeholder=PLACEHOLDER,
-                examples=[{"text": q} for q in EXAMPLES], latex_delimiters=[],
-                feedback_options=None, group_consecutive_messages=False, buttons=["copy"],
-                show_label=False)
-            status = gr.HTML(render.status_html(""), elem_id="status")
-            with gr.Row():
-                box = gr.Textbox(placeholder="Ask about the ICML 2026 papers…", show_label=False,
-                                 scale=6, elem_id="question", autofocus=True,
-                                 max_length=ui.max_question_chars)
-                send = gr.Button("Send", variant="primary", scale=1, min_width=80,
-                                 elem_id="send")
-                stop = gr.Button("Stop", variant="stop", scale=1, min_width=80,
-                                 interactive=False, elem_id="stop")
-            with gr.Row():
-                export = gr.DownloadButton("Export conversation (Markdown)", size="sm",
-                                           interactive=False, elem_id="export-chat")
-                clear = gr.Button("New conversation", size="sm", elem_id="clear")
-        with gr.Column(scale=2):
-            sources = gr.HTML(render.empty_sources_html(), elem_id="sources")
-
-    def submit(question: str, s: ChatSession) -> tuple[Any, ...]:
-        q = (question or "").strip()
-        skip = (gr.skip(),) * 5
-        if not q:
-            return skip
-        if s.busy:
-            gr.Warning("Wait for the current answer, or press Stop.")
-            return skip
-        waiting, max_queue = queue_waiting(demo)
-        why = refusal(s, q, time.monotonic(), ui.max_question_chars, ui.questions_per_minute,
-                      waiting, max_queue)
-        if why:  # told at once; the question stays in the box to retry
-            gr.Warning(why)
-            return (gr.skip(), gr.skip(), render.status_html("error", None, why), gr.skip(),
-                    gr.skip())
-        s.asked.append(time.monotonic())
-        s.start(q)
-        s.messages.append({"role": "user", "content": render.user_html(q)})
-        s.messages.append(_bot(render.streaming_html("")))
-        return ("", s.messages, render.status_html("waiting", None, "Waiting for a free slot"),
-                gr.Button(interactive=False), gr.Button(interactive=True))
-
-    def respond(s: ChatSession) -> Iterator[tuple[Any, ...]]:
-        yield from chat_respond(assistant, s)
-
-    def recover(s: ChatSession) -> tuple[Any, ...]:
-        """After `respond` failed: the queue turned it away (full) or it crashed."""
-        if s.busy and s.pending:  # never started: the queue was full when it arrived
-            s.pending, s.busy = "", False
-            STOPS.close(s.request)
-            why = "The server is busy and could not take the question. Send it again."
-            if s.messages:
-                s.messages[-1] = _bot(render.error_html(why))
-            return _finish(chat=s.messages, status=render.status_html("error", None, why))
-        return _finish()
-
-    def stop_now(s: ChatSession) -> Any:
-        STOPS.stop(s.request)
-        return render.status_html("stopping", None, "Stopping")
-
-    def clear_all(s: ChatSession) -> tuple[Any, ...]:
-        s.clear()
-        return ([], render.status_html(""), render.empty_sources_html(),
-                gr.DownloadButton(value=None, interactive=False))
-
-    def example(evt: gr.SelectData) -> str:
-        value = evt.value
-        return str(value.get("text", "")) if isinstance(value, dict) else str(value)
-
-    outs = [chatbot, status, sources, export, send, stop]
-    pre: dict[str, Any] = dict(fn=submit, inputs=[box, session],
-                               outputs=[box, chatbot, status, send, stop], queue=False,
-                               api_visibility="private")
-    run: dict[str, Any] = dict(fn=respond, inputs=[session], outputs=outs, show_progress="full",
-                               show_progress_on=[status], api_visibility="private")
-    failed: dict[str, Any] = dict(fn=recover, inputs=[session], outputs=outs, queue=False,
-                                  api_visibility="private")
-    box.submit(**pre).then(**run).failure(**failed)
-    send.click(**pre).then(**run).failure(**failed)
-    chatbot.example_select(example, None, box, queue=False).then(**pre).then(**run).failure(
-        **failed)
-    stop.click(stop_now, [session], [status], queue=False, api_visibility="private")
-    clear.click(clear_all, [session], [chatbot, status, sources, export], queue=False,
-                api_visibility="private")
-    chatbot.clear(clear_all, [session], [chatbot, status, sources, export], queue=False,
-                  api_visibility="private")
-    return {"box": box, "chatbot": chatbot, "session": session}
-
-
 def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blocks:
     """The whole UI, queued per settings.ui; serving is separate (see `serve`)."""
     ui = settings.ui if settings is not None else UISettings()
+    shared = Shared.build(assistant, settings)
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.HTML(f'<div class="app-head"><b>{TITLE}</b> <span>answers drawn only from the '
                 "paper abstracts, each claim linked to its sentence</span></div>")
+        side = build_history_sidebar() if shared.conversations is not None else None
+        owner = gr.State("")
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
-                chat = build_chat_tab(assistant, demo, ui)
+                chat = build_chat_tab(shared, demo, ui, owner, side["items"] if side else None)
             with gr.Tab("Compare", id="compare"):
                 compare = build_compare_tab(assistant)
             with gr.Tab("Papers", id="papers"):
-                build_papers_tab(assistant, tabs, chat["box"], compare["left"],
-                                 compare["right"], demo)
+                papers = build_papers_tab(shared, tabs, chat["box"], compare["left"],
+                                          compare["right"], demo)
+            with gr.Tab("Map", id="map") as map_tab:
+                atlas = build_map_tab(shared, tabs, chat["box"], compare["left"],
+                                      chat["session"], demo)
+            with gr.Tab("Add papers", id="upload"):
+                def after() -> tuple[Any, ...]:
+                    return (*papers["load"](), *atlas["draw"]())
+
+                build_upload_tab(shared, after, [papers["table"], papers["count"],
+                                                 compare["left"], compare["right"],
+                                                 atlas["plot"], atlas["note"], atlas["pick"]])
+        map_tab.select(atlas["draw"], [chat["session"]], [atlas["plot"], atlas["note"],
+                                                          atlas["pick"]],
+                       queue=False, api_visibility="private")
+        if side is not None:
+            wire_history(shared, demo, side, owner, chat)
     demo.queue(default_concurrency_limit=concurrency(ui, assistant), max_size=ui.max_queue)
     return demo
 

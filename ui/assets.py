@@ -39,6 +39,26 @@ a.cite { font-size: .78em; vertical-align: super; text-decoration: none; font-we
 #status .status-error { color: #b91c1c; }
 #paper-detail .src { border-left: 3px solid var(--color-accent); padding: 6px 10px; }
 .answer, .question, .sources, .compare-table td { overflow-wrap: anywhere; }
+.bridge { display: none !important; }
+.gen { font-size: .68em; color: var(--body-text-color-subdued); border: 1px solid
+  var(--border-color-primary); border-radius: 3px; padding: 0 3px; margin-left: 4px;
+  vertical-align: super; cursor: help; font-weight: 400; }
+.related { font-size: .84em; margin: 4px 0 2px; color: var(--body-text-color-subdued); }
+.related a { color: var(--link-text-color, var(--color-accent)); }
+.comparison { overflow-x: auto; max-width: 100%; }
+.upload-check ul, .upload-done ul { margin: 4px 0 8px 1.2em; }
+/* A narrow screen (a phone: 390 px): one column, nothing wider than the page; tables scroll
+   inside their own box. */
+@media (max-width: 640px) {
+  .gradio-container { padding-left: 4px !important; padding-right: 4px !important; }
+  .app-head span { display: block; margin-left: 0; }
+  #sources, #compare-sources { max-height: none; }
+  .compare-table { font-size: .84em; }
+  .compare-table th.aspect { white-space: normal; }
+  .compare-table th, .compare-table td { padding: 4px 5px; }
+  .sources code, .answer code { overflow-wrap: anywhere; }
+  #chat { height: 62vh !important; }
+}
 """
 
 # Citation links scroll the sources panel to their paper and flash it. Delegated on the
@@ -56,5 +76,37 @@ document.addEventListener('click', function (e) {
   t.scrollIntoView({behavior: 'smooth', block: 'start'});
   t.classList.remove('flash'); void t.offsetWidth; t.classList.add('flash');
 }, true);
+
+// Fill a hidden gradio textbox and press its hidden button: how HTML links and Plotly clicks
+// reach Python (gr.HTML and gr.Plot have no such events).
+function ragBridge(box, button, value) {
+  var t = document.querySelector('#' + box + ' textarea, #' + box + ' input');
+  var b = document.querySelector('#' + button + ' button, button#' + button);
+  if (!t || !b) { return; }
+  var proto = Object.getPrototypeOf(t);
+  Object.getOwnPropertyDescriptor(proto, 'value').set.call(t, value);
+  t.dispatchEvent(new Event('input', {bubbles: true}));
+  setTimeout(function () { b.click(); }, 60);
+}
+document.addEventListener('click', function (e) {
+  var a = e.target && e.target.closest ? e.target.closest('a.open-paper') : null;
+  if (!a) { return; }
+  e.preventDefault();
+  e.stopPropagation();
+  ragBridge('open-paper', 'open-paper-go', a.getAttribute('data-paper') || '');
+}, true);
+// gradio re-creates the plot on every update: bind each new Plotly graph once.
+setInterval(function () {
+  document.querySelectorAll('#map .js-plotly-plot').forEach(function (gd) {
+    if (gd.__ragBound || typeof gd.on !== 'function') { return; }
+    gd.__ragBound = true;
+    gd.on('plotly_click', function (ev) {
+      var p = ev && ev.points && ev.points[0];
+      if (!p || p.customdata === undefined) { return; }
+      var id = Array.isArray(p.customdata) ? p.customdata[0] : p.customdata;
+      ragBridge('map-click', 'map-click-go', String(id));
+    });
+  });
+}, 500);
 </script>
 """

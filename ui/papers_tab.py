@@ -1,4 +1,6 @@
-"""The Papers tab: every paper, filterable; ask about one or pick it for a comparison."""
+"""The Papers tab: every paper, filterable; ask about one or pick it for a comparison. Each
+paper's card lists its nearest papers; their links (anywhere on the page) open them here, via
+the hidden #open-paper textbox and button that ui/assets.py's script fills and clicks."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from rag.errors import RagError
 from ui import render
 
 if TYPE_CHECKING:
-    from rag.assistant import Assistant
+    from ui.shared import Shared
 
-HEADERS = ["id", "label", "first sentence"]
+HEADERS = ["id", "title (✦ generated)", "first sentence"]
 
 
-def build_papers_tab(assistant: Assistant, tabs: gr.Tabs, question_box: gr.Textbox,
-                     left: gr.Dropdown, right: gr.Dropdown, demo: gr.Blocks) -> None:
+def build_papers_tab(shared: Shared, tabs: gr.Tabs, question_box: gr.Textbox,
+                     left: gr.Dropdown, right: gr.Dropdown, demo: gr.Blocks) -> dict[str, Any]:
+    assistant = shared.assistant
     with gr.Row():
         query = gr.Textbox(label="Filter", placeholder="words in the id, name or abstract",
                            scale=4, elem_id="paper-filter")
@@ -31,6 +34,9 @@ def build_papers_tab(assistant: Assistant, tabs: gr.Tabs, question_box: gr.Textb
         ask = gr.Button("Ask about it", interactive=False, elem_id="paper-ask")
         as_left = gr.Button("Compare: first paper", interactive=False, elem_id="paper-left")
         as_right = gr.Button("Compare: second paper", interactive=False, elem_id="paper-right")
+    with gr.Row(elem_classes=["bridge"]):
+        opened = gr.Textbox(elem_id="open-paper", show_label=False, container=False)
+        go = gr.Button("open", elem_id="open-paper-go")
 
     def rows(q: str) -> tuple[Any, str]:
         try:
@@ -48,15 +54,23 @@ def build_papers_tab(assistant: Assistant, tabs: gr.Tabs, question_box: gr.Textb
             choices = []
         return found, text, gr.Dropdown(choices=choices), gr.Dropdown(choices=choices)
 
-    def pick(evt: gr.SelectData) -> tuple[Any, ...]:
-        row = evt.row_value or []
-        pid = str(row[0]) if row else ""
+    def show(pid: str) -> tuple[Any, ...]:
         p = assistant.paper(pid) if pid else None
         if p is None:
             return "", '<p class="hint">Select a paper to see its abstract.</p>', *(
                 gr.Button(interactive=False),) * 3
-        return (pid, f'<div class="sources">{render.paper_card_html(p)}</div>',
-                *(gr.Button(interactive=True),) * 3)
+        card = render.paper_card_html(p, related=shared.related([p.id]).get(p.id, []))
+        return (pid, f'<div class="sources">{card}</div>', *(gr.Button(interactive=True),) * 3)
+
+    def pick(evt: gr.SelectData) -> tuple[Any, ...]:
+        row = evt.row_value or []
+        return show(str(row[0]) if row else "")
+
+    def open_paper(pid: str) -> tuple[Any, ...]:
+        pid = (pid or "").strip()
+        if assistant.paper(pid) is None:
+            return (gr.skip(),) * 6
+        return (gr.Tabs(selected="papers"), *show(pid))
 
     def ask_about(pid: str) -> tuple[Any, ...]:
         p = assistant.paper(pid) if pid else None
@@ -73,6 +87,9 @@ def build_papers_tab(assistant: Assistant, tabs: gr.Tabs, question_box: gr.Textb
     query.change(rows, [query], [table, count], queue=False, api_visibility="private")
     table.select(pick, None, [selected, detail, ask, as_left, as_right], queue=False,
                  api_visibility="private")
+    go.click(open_paper, [opened], [tabs, selected, detail, ask, as_left, as_right],
+             queue=False, api_visibility="private")
     ask.click(ask_about, [selected], [tabs, question_box], queue=False, api_visibility="private")
     as_left.click(pick_for, [selected], [tabs, left], queue=False, api_visibility="private")
     as_right.click(pick_for, [selected], [tabs, right], queue=False, api_visibility="private")
+    return {"table": table, "count": count, "load": load}

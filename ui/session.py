@@ -237,6 +237,7 @@ class ChatSession:
     busy: bool = False
     epoch: int = 0  # bumped by clear(): a running answer of an older epoch is dropped
     asked: list[float] = field(default_factory=list)  # monotonic times of recent questions
+    conversation: str = ""  # id of the saved conversation (ui/history.py); "" until saved
 
     @property
     def stop(self) -> threading.Event:
@@ -254,6 +255,7 @@ class ChatSession:
     def clear(self) -> None:
         STOPS.stop(self.request)
         self.epoch += 1
+        self.conversation = ""
         self.answers = []
         self.messages = []
         self.pending = ""
