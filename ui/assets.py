@@ -54,7 +54,7 @@ a.cite { font-size: .78em; vertical-align: super; text-decoration: none; font-we
   .app-head span { display: block; margin-left: 0; }
   #sources, #compare-sources { max-height: none; }
   .compare-table { font-size: .84em; }
-  .compare-table th.aspect { white-space: normal; }
+  .compare-table th.aspect { white-space: normal; overflow-wrap: normal; }
   .compare-table th, .compare-table td { padding: 4px 5px; }
   .sources code, .answer code { overflow-wrap: anywhere; }
   #chat { height: 62vh !important; }
@@ -95,6 +95,19 @@ document.addEventListener('click', function (e) {
   e.stopPropagation();
   ragBridge('open-paper', 'open-paper-go', a.getAttribute('data-paper') || '');
 }, true);
+// The saved-conversation sidebar opens by default; on a phone it would cover the chat, so
+// it starts closed there (its toggle stays at the edge).
+(function closeSidebarOnPhones() {
+  var tries = 0;
+  var timer = setInterval(function () {
+    var side = document.querySelector('#history');
+    var toggle = side && side.querySelector('.toggle-button');
+    if (toggle || ++tries > 100) { clearInterval(timer); }
+    if (toggle && window.innerWidth <= 768 && side.classList.contains('open')) {
+      toggle.click();
+    }
+  }, 100);
+})();
 // gradio re-creates the plot on every update: bind each new Plotly graph once.
 setInterval(function () {
   document.querySelectorAll('#map .js-plotly-plot').forEach(function (gd) {
