@@ -29,11 +29,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(app: Any, settings: Any) -> Iterator[str]:
-    """Launch `app` in a background thread on a free port; yields its URL; closes after."""
+def served(app: Any, settings: Any, port: int | None = None) -> Iterator[str]:
+    """Launch `app` in a background thread on `port` (default: a free one); yields its URL;
+    closes after. (The same port again is the same origin: the browser's localStorage.)"""
     from ui.app import serve
 
-    port = free_port()
+    port = port or free_port()
     serve(app, settings, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
           quiet=True)
     url = f"http://127.0.0.1:{port}/"

@@ -54,7 +54,8 @@ a.cite { font-size: .78em; vertical-align: super; text-decoration: none; font-we
   .app-head span { display: block; margin-left: 0; }
   #sources, #compare-sources { max-height: none; }
   .compare-table { font-size: .84em; }
-  .compare-table th.aspect { white-space: normal; overflow-wrap: normal; }
+  .compare-table th.aspect { white-space: normal; overflow-wrap: normal; word-break: normal;
+    min-width: 5em; }
   .compare-table th, .compare-table td { padding: 4px 5px; }
   .sources code, .answer code { overflow-wrap: anywhere; }
   #chat { height: 62vh !important; }
