@@ -45,8 +45,13 @@ def cmd_ingest(args: argparse.Namespace, s: Settings) -> int:
     from rag.ingest import ingest
 
     store, embedder, _ = _components(s)
+    generator = None
+    if s.titles.enabled and not args.no_titles:  # loads the model only if a title is missing
+        from rag.generate import Generator
+
+        generator = Generator(s)
     report = ingest(s, store, embedder, Path(args.seeds) if args.seeds else None,
-                    progress=not args.quiet, batch_chunks=args.batch)
+                    progress=not args.quiet, batch_chunks=args.batch, generator=generator)
     for w in report.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(report.summary())
@@ -206,8 +211,11 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--preset", help="qwen2.5-0.5b or qwen2.5-1.5b (default: configured)")
     sp.set_defaults(fn=cmd_prepare)
     sp = sub.add_parser("ingest", help="index the seed abstracts (incremental)")
-    sp.add_argument("--seeds", help="folder of seed .txt files (default: paths.seeds)")
+    sp.add_argument("--seeds", help="folder of seed .txt files (default: paths.seeds); the "
+                    "uploads folder (paths.uploads) is always read too")
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    sp.add_argument("--no-titles", action="store_true", help="write no new titles this time "
+                    "(cached ones are kept; titles.enabled=false turns them off)")
     sp.add_argument("--batch", type=positive, default=256, metavar="N",
                     help="chunks embedded and written per step (default 256)")
     sp.set_defaults(fn=cmd_ingest)

@@ -27,6 +27,7 @@ class PathsSettings(BaseModel):
     seeds: Path = ROOT / "seeds"
     data: Path = ROOT / "data"  # chroma files, ingest manifest
     models: Path = Path(os.path.expanduser("~/.cache/icml-rag/models"))  # prepared LLMs
+    uploads: Path | None = None  # abstracts added from the browser; None: <data>/uploads
 
 
 class EmbedSettings(BaseModel):
@@ -39,6 +40,26 @@ class ChunkSettings(BaseModel):
     max_words: int = Field(80, gt=10)  # MiniLM truncates at 256 word pieces; 80 words ~ 120
     overlap_sentences: int = Field(1, ge=0)
     whole_abstract: bool = True
+
+
+class TitlesSettings(BaseModel):
+    """Short generated titles (rag/titles.py), written at ingest and cached by abstract hash."""
+
+    enabled: bool = True
+    prompt_words: int = Field(120, gt=20)  # words of the abstract shown to the model
+    max_new_tokens: int = Field(32, gt=4)
+
+
+class AtlasSettings(BaseModel):
+    """The map of the papers (rag/atlas.py): projection, topic clusters, related papers."""
+
+    enabled: bool = True
+    min_clusters: int = Field(2, ge=2)
+    max_clusters: int = Field(8, ge=2)  # k is chosen by silhouette in [min, max]
+    cluster_words: int = Field(4, gt=0)
+    related: int = Field(3, gt=0)  # nearest papers listed for each paper
+    tsne_max_papers: int = Field(2000, gt=0)  # above this the map is PCA only (t-SNE is O(n^2))
+    seed: int = 0
 
 
 class StoreSettings(BaseModel):
@@ -94,6 +115,9 @@ class AnswerSettings(BaseModel):
     # a detail whose head noun the named abstract lacks is "not stated" when no sentence's cosine
     # reaches this; dev: such unanswerable rows 0.18-0.30 (2 at 0.47-0.50), answerable 0.475
     guard_similarity: float = 0.45
+    # a part of the question the answer left out is answered by the paper's sentence that has
+    # its words (rag/cover.py) when that sentence scores at least this against the question
+    complement: float = 0.20
     unsupported: Literal["mark", "drop"] = "mark"
 
 
@@ -131,6 +155,8 @@ class Settings(BaseSettings):
     paths: PathsSettings = PathsSettings()
     embed: EmbedSettings = EmbedSettings()
     chunk: ChunkSettings = ChunkSettings()
+    titles: TitlesSettings = TitlesSettings()
+    atlas: AtlasSettings = AtlasSettings()
     store: StoreSettings = StoreSettings()
     retrieve: RetrieveSettings = RetrieveSettings()
     generate: GenerateSettings = GenerateSettings()
@@ -161,7 +187,9 @@ class Settings(BaseSettings):
             p = p.expanduser()
             return p if p.is_absolute() else ROOT / p
 
-        return PathsSettings(seeds=fix(v.seeds), data=fix(v.data), models=fix(v.models))
+        data = fix(v.data)
+        return PathsSettings(seeds=fix(v.seeds), data=data, models=fix(v.models),
+                             uploads=fix(v.uploads) if v.uploads else data / "uploads")
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -463,11 +463,16 @@ def _name_from_links(text: str) -> str | None:
     return None
 
 
-def make_label(text: str, clean: str) -> str:
-    """The method or benchmark name the abstract introduces, else a short phrase from it."""
+def method_name(text: str) -> str | None:
+    """The method or benchmark name the abstract introduces (SSL4RL, PaperGuard), if any."""
     name = _name_from(text) or _name_from_links(text)
     if name:
         name = clean_text(name).strip(" ,.;:*")
         if 1 <= len(name.split()) <= MAX_LABEL_WORDS:
             return name
-    return _phrase_from(clean)
+    return None
+
+
+def make_label(text: str, clean: str) -> str:
+    """The method or benchmark name the abstract introduces, else a short phrase from it."""
+    return method_name(text) or _phrase_from(clean)

@@ -8,6 +8,7 @@ itself is the manifest, so there is nothing to fall out of step with it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,19 @@ class Store:
         except Exception as e:
             raise self._write_error(e) from None
 
+    def set_titles(self, titles: Mapping[str, tuple[str, bool]]) -> None:
+        """Write (title, generated) into each paper's whole-abstract chunk; no re-embedding."""
+        ids = sorted(titles)
+        try:
+            for i in range(0, len(ids), 500):
+                part = ids[i: i + 500]
+                self.collection.update(
+                    ids=[f"{pid}#0" for pid in part],
+                    metadatas=[{"title": titles[pid][0], "title_generated": titles[pid][1]}
+                               for pid in part])
+        except Exception as e:
+            raise self._write_error(e) from None
+
     def delete(self, chunk_ids: list[str]) -> None:
         try:
             for i in range(0, len(chunk_ids), 500):
@@ -126,8 +140,38 @@ class Store:
             out.extend(_paper(d, m) for d, m in zip(docs, metas, strict=True))
         return sorted(out, key=lambda p: p.id)
 
+    def paper_vectors(self) -> tuple[list[str], np.ndarray]:
+        """(paper ids, their whole-abstract chunk vectors, one row each), in id order."""
+        ids: list[str] = []
+        rows: list[Any] = []
+        offset = 0
+        while True:
+            res = self.collection.get(include=["embeddings", "metadatas"], where={"ordinal": 0},
+                                      limit=2000, offset=offset)
+            if not res["ids"]:
+                break
+            ids += [str(m["paper_id"]) for m in res["metadatas"]]
+            rows += list(res["embeddings"])
+            offset += len(res["ids"])
+        order = sorted(range(len(ids)), key=ids.__getitem__)
+        vectors = np.asarray([rows[i] for i in order], dtype=np.float32).reshape(len(ids), -1)
+        return [ids[i] for i in order], vectors
+
     def chunks(self) -> list[Chunk]:
         return [s.chunk for s in self.manifest()]
+
+    def chunks_and_papers(self) -> tuple[list[Chunk], list[Paper]]:
+        """`chunks()` and `papers()` in one pass over the collection (what a retriever loads
+        at start; at 100k papers each pass costs a minute against a server). A paper's
+        cleaned text is its whole-abstract chunk's text, the same string, held once."""
+        chunks: list[Chunk] = []
+        papers: list[Paper] = []
+        for ids, docs, metas in self._all(include=["documents", "metadatas"]):
+            for i, d, m in zip(ids, docs, metas, strict=True):
+                chunks.append(_chunk(i, d, m))
+                if chunks[-1].ordinal == 0:
+                    papers.append(_paper(d, m))
+        return chunks, sorted(papers, key=lambda p: p.id)
 
     def query(self, vector: np.ndarray, k: int, paper_ids: list[str] | None = None
               ) -> list[DenseMatch]:
@@ -171,6 +215,8 @@ def _meta(c: Chunk, p: Paper, paper_hash: str) -> dict[str, Any]:
     if c.ordinal == 0:
         meta["raw"] = p.text
         meta["content_hash"] = p.content_hash
+        meta["title"] = p.title
+        meta["title_generated"] = p.title_generated
     return meta
 
 
@@ -184,4 +230,5 @@ def _paper(doc: str, m: dict[str, Any]) -> Paper:
                  clean=doc, source=str(m["source"]), position=int(m["position"]),
                  line=int(m.get("line", 0)), collection=str(m.get("collection", "")),
                  links=tuple(links.split()) if links else (),
-                 content_hash=str(m.get("content_hash", "")))
+                 content_hash=str(m.get("content_hash", "")), title=str(m.get("title", "")),
+                 title_generated=bool(m.get("title_generated", False)))

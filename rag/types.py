@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -20,6 +21,8 @@ class Paper:
     collection: str  # the file's header line
     links: tuple[str, ...] = ()  # code/model URLs found in the abstract
     content_hash: str = ""  # sha256 of `text`, drives incremental ingest
+    title: str = ""  # a 4-10 word title the generator wrote at ingest (rag/titles.py); "" if none
+    title_generated: bool = False  # True when `title` is the model's (show it as generated)
 
 
 @dataclass(frozen=True)
@@ -166,3 +169,26 @@ class Final:
 
 
 Event = Status | Sources | Compared | Token | Final
+
+
+# The map of the papers (rag/atlas.py), computed at ingest and cached.
+@dataclass(frozen=True)
+class MapPoint:
+    paper_id: str
+    x: float  # 2-D projection of the whole-abstract embedding, scaled to [-1, 1]
+    y: float
+    cluster: int  # Cluster.id
+
+
+@dataclass(frozen=True)
+class Cluster:
+    id: int
+    name: str  # its most characteristic words, joined: "reinforcement learning, reward, policy"
+    words: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Atlas:
+    points: tuple[MapPoint, ...]
+    clusters: tuple[Cluster, ...]
+    related: Mapping[str, tuple[str, ...]]  # paper id -> its nearest papers by cosine, nearest first

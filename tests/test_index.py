@@ -18,6 +18,7 @@ from rag.store import Store
 from tests.conftest import make_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+NO_TITLES = {"RAG_TITLES__ENABLED": "false"}  # a real `rag ingest` would ask the model for 57 titles
 
 
 def test_whole_corpus_is_indexed(settings, retriever):
@@ -66,7 +67,7 @@ def test_killed_ingest_leaves_a_usable_index(tmp_path):
     the 271 seed chunks, not all, and the process died of the signal); the index must open,
     search, and the next ingest heal it, keeping what was written."""
     env = {**os.environ, "RAG_PATHS__DATA": str(tmp_path / "data"),
-           "RAG_PATHS__SEEDS": str(ROOT / "seeds")}
+           "RAG_PATHS__SEEDS": str(ROOT / "seeds"), **NO_TITLES}
     cmd = [sys.executable, "-m", "rag.cli", "-v", "ingest", "--quiet", "--batch", "8"]
     proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     stored = 0
@@ -172,7 +173,7 @@ def test_disk_full_during_ingest_keeps_the_index_and_the_next_ingest_heals(tmp_p
     data = tmp_path / "data"
     s = make_settings(data, mini_seeds)
     ingest(s, Store(s.store, s.paths.data), embedder)  # the previous state: 4 papers
-    env = {**os.environ, "RAG_PATHS__DATA": str(data)}
+    env = {**os.environ, "RAG_PATHS__DATA": str(data), **NO_TITLES}
     manifest = [sys.executable, "-c", MANIFEST]
     before = json.loads(subprocess.run(manifest, env=env, cwd=ROOT, capture_output=True,
                                        text=True, check=True, timeout=300).stdout)
