@@ -1,0 +1,123 @@
+"""Generated titles: the check against the abstract, the cache, and the real model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag.corpus import load_corpus, method_name
+from rag.ingest import ingest
+from rag.store import Store
+from rag.titles import TitleCache, cache_path, check_title, normalize, title_key
+from tests.conftest import DATA, SEEDS, make_settings
+
+SVOO = load_corpus(SEEDS).by_id()["003-03"]
+
+
+def test_a_good_title_passes():
+    assert check_title("SVOO: Training-Free Sparse Attention for Fast Video Generation",
+                       SVOO.clean, "SVOO") is None
+
+
+@pytest.mark.parametrize("title,why", [
+    ("SVOO: Sparse Attention Gives 3.5x Faster Video Generation", "number 3.5"),
+    ("SVOO: Sparse Attention for Video Generation in 2026", "number 2026"),
+    ("SVOO: Sparse Attention for FlashVideo Generation", "name FlashVideo"),
+    ("SVOO Beats Sora at Sparse Video Attention", "name Sora"),
+    ("Sparse Attention for Fast Video Generation", "name SVOO"),
+    ("SVOO: Sparse Attention", "3 words"),
+    ("SVOO: a very long title that keeps going on and on without end", "13 words"),
+])
+def test_a_title_with_what_the_abstract_lacks_is_rejected(title, why):
+    reason = check_title(title, SVOO.clean, "SVOO")
+    assert reason is not None and why in reason, reason
+
+
+def test_title_case_words_are_not_names_but_numbers_from_the_abstract_are_fine():
+    assert check_title("Unifying Sparse Attention Profiles Delivers 1.93× Speedup",
+                       SVOO.clean) is None  # "Unifying": common English; 1.93: in the abstract
+
+
+def test_normalize_strips_what_small_models_add():
+    assert normalize('Title: "SVOO: Fast Sparse Video Attention."\nExplanation: ...') == \
+        "SVOO: Fast Sparse Video Attention"
+    assert normalize("**SVOO for fast video**") == "SVOO for fast video"
+
+
+class NoModel:
+    """Stands in for the generator where no model call may happen."""
+
+    parallel = 1
+    calls = 0
+
+    def format_chat(self, *a: Any, **k: Any) -> str:
+        raise AssertionError("a cached title must not cost a model call")
+
+    def generate(self, *a: Any, **k: Any) -> str:
+        raise AssertionError("a cached title must not cost a model call")
+
+
+def test_cached_titles_reach_the_store_without_a_model_call(tmp_path, mini_seeds, embedder):
+    s = make_settings(tmp_path / "data", mini_seeds, atlas={"enabled": False})
+    papers = load_corpus(mini_seeds).papers
+    cache = TitleCache(cache_path(s))
+    for p in papers:
+        cache.put(title_key(p, s.generate.preset), f"Cached title for {p.label} here", True)
+    store = Store(s.store, s.paths.data)
+    report = ingest(s, store, embedder, generator=NoModel())  # type: ignore[arg-type]
+    assert report.titles_generated == 0
+    got = {p.id: (p.title, p.title_generated) for p in store.papers()}
+    assert got == {p.id: (f"Cached title for {p.label} here", True) for p in papers}
+    off = make_settings(tmp_path / "data", mini_seeds, titles={"enabled": False},
+                        atlas={"enabled": False})
+    ingest(off, store, embedder, generator=NoModel())  # type: ignore[arg-type]
+    assert {(p.title, p.title_generated) for p in store.papers()} == {("", False)}
+
+
+class Counting:
+    """The real generator, counting its calls."""
+
+    def __init__(self, generator: Any) -> None:
+        self.generator, self.calls = generator, 0
+        self.parallel = generator.parallel
+
+    def format_chat(self, *a: Any, **k: Any) -> Any:
+        return self.generator.format_chat(*a, **k)
+
+    def generate(self, *a: Any, **k: Any) -> str:
+        self.calls += 1
+        return str(self.generator.generate(*a, **k))
+
+
+@pytest.mark.model
+def test_real_model_titles_name_the_method_and_a_reingest_costs_no_call(tmp_path, embedder):
+    from rag.config import load_settings
+    from rag.generate import Generator
+
+    seeds = tmp_path / "seeds"
+    shutil.copytree(DATA / "titles", seeds)
+    s = make_settings(tmp_path / "data", seeds, atlas={"enabled": False})
+    store = Store(s.store, s.paths.data)
+    gen = Counting(Generator(load_settings()))  # the configured engine, as `rag ingest` uses
+    first = ingest(s, store, embedder, generator=gen)  # type: ignore[arg-type]
+    assert first.titles_generated == 2 and 2 <= gen.calls <= 4  # one retry each at most
+    papers = store.papers()
+    for p in papers:
+        if p.title_generated:
+            assert check_title(p.title, p.clean, method_name(p.text)) is None, p.title
+        else:
+            assert p.title == ""  # the fallback: the UI shows the label
+    assert any(p.title_generated for p in papers), [p.title for p in papers]
+    svoo = next(p for p in papers if method_name(p.text) == "SVOO")
+    assert not svoo.title_generated or "SVOO" in svoo.title
+    print({p.id: p.title for p in papers})
+
+    calls = gen.calls
+    again = ingest(s, store, embedder, generator=gen)  # type: ignore[arg-type]
+    assert gen.calls == calls and again.titles_generated == 0
+    assert [(p.title, p.title_generated) for p in store.papers()] == \
+        [(p.title, p.title_generated) for p in papers]
+    assert Path(cache_path(s)).is_file()
