@@ -21,6 +21,7 @@ from rag.config import Settings
 from rag.corpus import UPLOAD_PREFIX, load_file, read_seed_file
 from rag.errors import ConfigError, CorpusError
 from rag.ingest import IngestReport, ingest, read_corpus
+from rag.types import Paper
 
 if TYPE_CHECKING:
     from rag.embed import Embedder
@@ -40,6 +41,7 @@ class UploadCheck:
     new_papers: int  # abstracts that would be added
     duplicates: tuple[str, ...]  # abstracts already present (seeds, earlier uploads, this batch)
     warnings: tuple[str, ...] = ()  # paragraphs the loader skips (too short, repeated in-file)
+    papers: tuple[Paper, ...] = ()  # the new papers, with the ids add_files would give them now
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class _FileCheck:
     new: int
     duplicates: tuple[str, ...]
     warnings: tuple[str, ...]
+    papers: tuple[Paper, ...] = ()
 
 
 def _named(message: str, path: Path) -> str:
@@ -79,15 +82,16 @@ def _inspect(settings: Settings, files: Sequence[Path]) -> list[_FileCheck]:
         except CorpusError as e:
             out.append(_FileCheck(f, _named(str(e), f), 0, (), ()))
             continue
-        new, dups = 0, []
+        fresh, dups = [], []
         for p in papers:
             if p.content_hash in known:
                 dups.append(f"{f.name}: line {p.line}: the abstract of {known[p.content_hash]} "
                             "is already present; skipped")
             else:
-                new += 1
+                fresh.append(p)
                 known[p.content_hash] = f"{p.label} in {f.name}"
-        out.append(_FileCheck(f, None, new, tuple(dups), tuple(_named(w, f) for w in warnings)))
+        out.append(_FileCheck(f, None, len(fresh), tuple(dups),
+                              tuple(_named(w, f) for w in warnings), tuple(fresh)))
     return out
 
 
@@ -97,9 +101,23 @@ def check_files(settings: Settings, files: Sequence[Path]) -> UploadCheck:
     errors = tuple(c.error for c in checks if c.error)
     if not files:
         errors = ("no files given; choose one or more .txt files in the seed format",)
+    n = _next_number(settings.paths.uploads)
+    papers: list[Paper] = []
+    for c in (c for c in checks if c.new):  # the ids they get: u<n>-<position among the new>
+        papers += [replace(p, id=f"u{n:03d}-{i:02d}", position=i)
+                   for i, p in enumerate(c.papers, start=1)]
+        n += 1
     return UploadCheck(ok=not errors, errors=errors, new_papers=sum(c.new for c in checks),
                        duplicates=tuple(d for c in checks for d in c.duplicates),
-                       warnings=tuple(w for c in checks for w in c.warnings))
+                       warnings=tuple(w for c in checks for w in c.warnings),
+                       papers=tuple(papers))
+
+
+def _next_number(folder: Path | None) -> int:
+    if folder is None or not folder.is_dir():
+        return 1
+    used = [int(m.group(1)[1:]) for f in folder.iterdir() if (m := UPLOAD_PREFIX.match(f.name))]
+    return max(used, default=0) + 1
 
 
 def _safe_stem(path: Path) -> str:
@@ -110,8 +128,7 @@ def _safe_stem(path: Path) -> str:
 def _save(folder: Path, source: Path) -> Path:
     """Copy `source` into `folder` as u<NNN>_<safe name>.txt, never over an existing file."""
     folder.mkdir(parents=True, exist_ok=True)
-    used = [int(m.group(1)[1:]) for f in folder.iterdir() if (m := UPLOAD_PREFIX.match(f.name))]
-    n = max(used, default=0) + 1
+    n = _next_number(folder)
     data = source.read_bytes()
     while True:
         target = folder / f"u{n:03d}_{_safe_stem(source)}.txt"

@@ -69,6 +69,7 @@ def test_duplicates_are_skipped_and_a_new_paper_is_searchable_mapped_and_stable(
     f = _file(up, "../my new: abstracts!.txt", f"Mine\n\n{bexa.text}\n\n{NEW}\n")
     check = check_files(s, [f])
     assert check.ok and check.new_papers == 1
+    assert [(p.id, p.label) for p in check.papers] == [("u001-01", "ZephyrNet")]
     assert len(check.duplicates) == 1 and "010-01 (BEXA)" in check.duplicates[0]
     assert s.paths.uploads is not None and not s.paths.uploads.exists()  # a check writes nothing
 
