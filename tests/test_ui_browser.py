@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from rag.config import load_settings
+from tests.conftest import make_settings
 from tests.ui_browser import CHROMIUM, ask, chromium_page, served, shot
 from tests.ui_fakes import FakeAssistant
 from ui.app import create_app
@@ -23,10 +23,10 @@ pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")
-def page() -> Iterator[Any]:
+def page(tmp_path_factory: Any) -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed")
-    settings = load_settings()
+    settings = make_settings(tmp_path_factory.mktemp("fake-ui"))  # saved chats land there
     app = create_app(FakeAssistant(delay=0.15), settings)
     with served(app, settings) as url, chromium_page() as p:
         dialogs: list[str] = []

@@ -278,7 +278,7 @@ def test_bad_upload_shows_its_error_and_changes_nothing(browser: Any, server: st
     bad = tmp_path / "broken.txt"
     bad.write_bytes(b"ICML 2026 Papers\n\nAn abstract with a bad byte \xff here.\n")
     page = open_page(browser, server)
-    page.get_by_role("tab", name="Add papers").click()
+    page.get_by_role("tab", name="Add abstracts").click()
     page.locator("#upload-files input[type=file]").set_input_files(str(bad))
     page.wait_for_selector("#upload-report .error", timeout=30_000)
     text = page.locator("#upload-report").inner_text()
@@ -296,7 +296,7 @@ def test_upload_makes_a_new_paper_answerable_in_the_same_session(
     new = tmp_path / "quokka.txt"
     new.write_text(NEW_PAPER, encoding="utf-8")
     page = open_page(browser, server)
-    page.get_by_role("tab", name="Add papers").click()
+    page.get_by_role("tab", name="Add abstracts").click()
     page.locator("#upload-files input[type=file]").set_input_files(str(new))
     page.wait_for_function("!document.querySelector('#upload-add button, button#upload-add')"
                            ".disabled", timeout=30_000)
@@ -314,7 +314,7 @@ def test_upload_makes_a_new_paper_answerable_in_the_same_session(
         page.locator("#sources").inner_text()
 
     # uploading the same file again: reported as a duplicate, nothing to add
-    page.get_by_role("tab", name="Add papers").click()
+    page.get_by_role("tab", name="Add abstracts").click()
     page.locator("#upload-files input[type=file]").set_input_files(str(new))
     page.wait_for_function("document.querySelector('#upload-report').innerText"
                            ".includes('already in the collection')", timeout=30_000)

@@ -57,7 +57,7 @@ def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blo
             with gr.Tab("Map", id="map") as map_tab:
                 atlas = build_map_tab(shared, tabs, chat["box"], compare["left"],
                                       chat["session"], demo)
-            with gr.Tab("Add papers", id="upload"):
+            with gr.Tab("Add abstracts", id="upload"):
                 def after() -> tuple[Any, ...]:
                     return (*papers["load"](), *atlas["draw"]())
 

@@ -121,11 +121,23 @@ class ConversationStore:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+        self._lock = threading.Lock()  # writers, within this process
+        self._setup_lock = threading.Lock()
+        self._ready = False  # the file is created on first use, not when the app is built
+
+    def _setup(self) -> None:
+        with self._setup_lock:
+            if self._ready:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=30)
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+                db.commit()
+            finally:
+                db.close()
+            self._ready = True
 
     @classmethod
     def for_data(cls, data: Path) -> ConversationStore:
@@ -133,6 +145,8 @@ class ConversationStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        if not self._ready:
+            self._setup()
         db = sqlite3.connect(self.path, timeout=30)
         try:
             db.execute("PRAGMA foreign_keys=ON")

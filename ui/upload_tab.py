@@ -1,4 +1,4 @@
-"""The Add papers tab: upload .txt files in the seed format; they are checked with the CLI's
+"""The Add abstracts tab: upload .txt files in the seed format; they are checked with the CLI's
 rules before anything is indexed, then ingested with visible progress and, without a restart,
 searchable (assistant.refresh()), mapped and titled (the atlas is re-read)."""
 
