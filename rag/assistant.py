@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import extract, guard
+from rag import cover, extract, guard
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -43,6 +43,7 @@ from rag.translate import Translator
 from rag.types import (
     Answer,
     AnswerSentence,
+    Citation,
     Compared,
     Event,
     Final,
@@ -269,7 +270,8 @@ class Assistant:
         ranked = extract.paper_scores(order, q.search, self.sentences, q.vector)
         chosen = extract.choose(order, ranked, route.find or "one",
                                 list(route.context) + list(q.named))
-        text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector)
+        text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector,
+                                                     self.settings.answer.complement)
         yield Token(strip_markers(text))
         yield Final(Answer(question=q.text, text=text, citations=citations, hits=tuple(hits),
                            abstained=False, sentences=sentences,
@@ -303,7 +305,36 @@ class Assistant:
         raw_text, stats, t_gen = drafted[0]
         answer = self._finish(q_model, raw_text, passages, hits, papers, q.notice,
                               target or None)
+        answer, extra = self._complete(q_model, answer, papers, target or None)
+        if extra:
+            yield Token(extra)
         yield Final(_timed(replace(answer, question=q.text), stats, t_gen, t0))
+
+    def _complete(self, q: str, answer: Answer, papers: dict[str, Paper],
+                  target: str | None) -> tuple[Answer, str]:
+        """(the answer, text added to it): a part of the question the answer left out, and
+        that the one paper it is about states, is answered by that paper's own sentence
+        (rag/cover.py), when it scores >= answer.complement."""
+        cited = {c.paper_id for c in answer.citations}
+        pid = target or (next(iter(cited)) if len(cited) == 1 else None)
+        if answer.abstained or pid is None or pid not in papers:
+            return answer, ""
+        paper = papers[pid]
+        # a sentence already cited may be the one: the draft paraphrased only part of it
+        found = cover.complement(paper, q, strip_markers(answer.text), self.sentences,
+                                 floor=self.settings.answer.complement)
+        if not found:
+            return answer, ""
+        marker = next((c.marker for c in answer.citations if c.paper_id == pid),
+                      max((c.marker for c in answer.citations), default=0) + 1)
+        quotes = [paper.clean[ev.start:ev.end] for ev in found]
+        extra = ("" if answer.text.endswith((" ", "\n")) else " ") + " ".join(quotes)
+        cites = tuple(Citation(marker, pid, paper.label, f"{pid}#0", quote, ev.start, ev.end,
+                               True, round(ev.score, 3)) for quote, ev in zip(quotes, found, strict=True))
+        return replace(answer, text=f"{answer.text}{extra} [{marker}]",
+                       citations=answer.citations + cites,
+                       sentences=answer.sentences + tuple(AnswerSentence(x, (marker,), True)
+                                                          for x in quotes)), extra
 
     def _draft(self, system: str, q: str, passages: list[Passage],
                stop: threading.Event | None, out: list[tuple[str, GenerationStats, float]]
@@ -443,7 +474,8 @@ class Assistant:
         text, citations, sentences = attach(raw, passages, papers, self.sentences,
                                             a.support_threshold, a.unsupported == "drop")
         if not any(s.supported for s in sentences):
-            rescued = self._rescue(q, target, papers, hits, closest, notice)
+            rescued = self._rescue(q, target or (closest[0] if closest else None), papers, hits,
+                                   closest, notice)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "unsupported")
         if guard.asked(q).kind == "number" and not numbers(strip_markers(text)):

@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from rag import cover
 from rag.evidence import Evidence, SentenceIndex
 from rag.types import AnswerSentence, Citation, Paper
 
@@ -47,7 +48,7 @@ def paper_scores(papers: list[Paper], question: str, index: SentenceIndex,
 
 
 def compose(question: str, papers: list[Paper], index: SentenceIndex,
-            qvec: np.ndarray | None = None
+            qvec: np.ndarray | None = None, complement_floor: float = 0.20
             ) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
     """'Label (id): matching sentence [n]' for each paper, numbered in the given order."""
     qvec = index.embedder.embed_one(question) if qvec is None else qvec
@@ -64,6 +65,11 @@ def compose(question: str, papers: list[Paper], index: SentenceIndex,
             picks += [r for r in ranked[1:2] if r[2] >= SECOND * ranked[0][2]]
             if contribution and contribution not in picks:
                 picks.append(contribution)
+            said = " ".join(p.clean[s:e] for s, e, _ in picks)
+            # the parts of the question those sentences leave out
+            picks += [(ev.start, ev.end, ev.score) for ev in cover.complement(
+                p, question, said, index, qvec, floor=complement_floor,
+                taken=tuple((s, e) for s, e, _ in picks))]
         picks = sorted(picks)
         quote = " ".join(p.clean[s:e] for s, e, _ in picks)
         line = f"{p.label} ({p.id}): {quote}"

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from rag import language
+from rag.evaluate import numbers
 from rag.generate import Generator
 from rag.prompt import markers_in, strip_markers
 from rag.types import Answer, AnswerSentence, Event, Final, Status, Token
@@ -33,6 +34,21 @@ FROM_ENGLISH = ("Translate the user's message from English into {language}. Keep
                 "acronyms, numbers and paper ids like 000-01 exactly as written. Reply with the "
                 "translation only, one line for each line of the message.")
 _LINE = re.compile(r"^\s*(?:[-*]\s+)?")
+
+
+_CODED = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w@]*\b|\b\w+@\w+\b")
+
+
+def anchors(text: str) -> set[str]:
+    """What a translation must keep: coined names (SSL4RL, RedTeam, leak@k) and numbers,
+    case-folded; ordinary words, hyphenated or not, are the translator's to translate."""
+    return {m.group().lower() for m in _CODED.finditer(text)} | numbers(text)
+
+
+def lost(english: str, translated: str) -> set[str]:
+    """Anchors of the English line missing from its translation."""
+    have = translated.lower().replace(" ", "")
+    return {a for a in anchors(english) if a.replace(" ", "") not in have}
 
 
 class Translator:
@@ -69,6 +85,16 @@ class Translator:
         translated = [t for t in translated if t.strip()]
         if len(translated) != len(wanted):  # the model merged or split lines: one at a time
             translated = [self.from_english(bodies[i], lang) for i in wanted]
+        kept = 0
+        for j, i in enumerate(wanted):  # a line that lost a name or number: once more alone,
+            if lost(bodies[i], translated[j]):  # then the verified English line itself
+                again = self.from_english(bodies[i], lang)
+                translated[j] = bodies[i] if lost(bodies[i], again) else again
+                kept += translated[j] == bodies[i]
+        if kept:
+            answer = replace(answer, notice=(answer.notice + " " if answer.notice else "")
+                             + f"{kept} sentence(s) kept in English: their translation lost a "
+                             "name or a number.")
         out = list(lines)
         for i, t in zip(wanted, translated, strict=True):
             out[i] = f"{leads[i]}{' '.join(t.split())}{tails[i]}"

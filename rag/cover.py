@@ -1,0 +1,85 @@
+"""Every part of a question answered: the question's words an answer leaves out, and the
+abstract sentence that supplies them.
+
+"What is SecFid and what does it measure?" drafted as "SecFid is a benchmark …" answers
+one part of two. Words are compared by their Snowball stems (PyStemmer), so "measure"
+finds "measurable" and "rewards" finds "reward". A left-out word counts only when the
+paper's abstract has it: a word the abstract lacks is a detail it does not state, which the
+guard handles, not a part the answer skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import Stemmer
+
+from rag.evidence import Evidence, SentenceIndex
+from rag.retrieve import tokenize
+from rag.types import Paper
+
+# Words that frame a question about a paper rather than ask for content: a sentence holding
+# "propose" or "paper" answers nothing the draft left out.
+_FRAME = frozenset("""paper propose proposed method approach work author authors describe
+introduce main idea key result results show report reported achieve study new novel""".split())
+
+_lock = threading.Lock()  # a Stemmer object is not safe to share between threads
+_stemmer = Stemmer.Stemmer("english")
+
+
+def _stem(words: list[str]) -> set[str]:
+    with _lock:
+        return set(_stemmer.stemWords(words))
+
+
+_FRAME_STEMS = _stem(sorted(_FRAME))
+
+
+def stems(text: str) -> set[str]:
+    """Content-word stems of `text` (retrieval's tokens less framing words, in any form)."""
+    return _stem([w for w in tokenize(text) if not w.isdigit() and len(w) > 2]) - _FRAME_STEMS
+
+
+def left_out(question: str, answer: str, paper: Paper) -> set[str]:
+    """Stems of the question that the paper's abstract has and the answer lacks (the paper's
+    own name never counts: every sentence of it is about the paper)."""
+    own = stems(paper.label) | stems(paper.id)
+    return (stems(question) & stems(paper.clean)) - stems(answer) - own
+
+
+_SPLIT = re.compile(r"\?\s+(?=\S)|(?:,\s*|\s+)(?:and|but|plus|also)\s+(?=(?:what|how|why|which|who|"
+                    r"where|when|does|do|did|is|are|can|could)\b)", re.IGNORECASE)
+
+
+def parts(question: str) -> list[str]:
+    """'Why does X happen, and what fix was proposed?' -> its two questions (one when the
+    question asks one thing)."""
+    return [p.strip() for p in _SPLIT.split(question) if p and p.strip()] or [question]
+
+
+def complement(paper: Paper, question: str, answer: str, index: SentenceIndex,
+               qvec: np.ndarray | None = None, floor: float = 0.0,
+               taken: tuple[tuple[int, int], ...] = (), most: int = 2) -> list[Evidence]:
+    """Sentences of `paper` that supply what `answer` left out of `question`: for each part
+    of the question with left-out words, the untaken sentence holding most of them, then
+    scoring best against that part, if it scores at least `floor`; at most `most`, in the
+    abstract's order."""
+    out: list[Evidence] = []
+    for part in parts(question):
+        missing = left_out(part, answer, paper)
+        if not missing or len(out) >= most:
+            continue
+        vec = qvec if part == question else None
+        best: tuple[int, float, Evidence] | None = None
+        for ev in index.rank(paper, part, vec):
+            if (ev.start, ev.end) in taken or ev.score < floor or ev in out:
+                continue
+            n = len(missing & stems(paper.clean[ev.start:ev.end]))
+            if n and (best is None or (n, ev.score) > best[:2]):
+                best = (n, ev.score, ev)
+        if best is not None:
+            out.append(best[2])
+            answer += " " + paper.clean[best[2].start:best[2].end]
+    return sorted(out, key=lambda e: e.start)

@@ -1,0 +1,19 @@
+"""What a translation must keep (rag/translate.py): coined names and numbers, never the
+ordinary words it is there to translate."""
+
+from __future__ import annotations
+
+from rag.translate import anchors, lost
+
+
+def test_anchors_are_coined_names_and_numbers_not_paper_ids_or_words():
+    got = anchors("TaRO (003-14) uses leak@k on 1,168 examples with two-player games.")
+    assert got == {"taro", "leak@k", "1168"}
+
+
+def test_a_translation_that_drops_a_number_or_name_is_caught():
+    en = "SVOO keeps PSNR above 29 dB on Wan2.1 with a 1.5x speedup."
+    assert lost(en, "SVOOはWan2.1でPSNR 29 dBを維持し、1.5倍高速です。") == set()
+    assert lost(en, "SVOOはWan2.1でPSNR 29 dBを維持します。") == {"1.5"}
+    assert lost(en, "SVOO mantiene el PSNR por encima de 29 dB en Wan 2.1.") == {"1.5"}  # spacing ignored
+    assert lost("Self-RedTeam uses a zero-sum game.", "Self-RedTeam usa un juego de suma cero.") == set()
