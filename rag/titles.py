@@ -220,7 +220,7 @@ def assign_titles(settings: Settings, papers: Iterable[Paper], generator: Genera
             todo.append(p)
     if not todo or generator is None:
         if todo:
-            log.info("%d papers have no cached title and no generator was given", len(todo))
+            log.debug("%d papers have no cached title and no generator was given", len(todo))
         return TitlesRun(out, 0, time.perf_counter() - t0)
 
     failed = threading.Event()  # the engine itself failed: stop asking it, keep the labels
