@@ -7,6 +7,7 @@ embedded index and a Chroma server behave the same.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -33,14 +34,31 @@ _TOKEN = re.compile(r"\d+(?:\.\d+)+|[a-z0-9]+(?:[-@][a-z0-9]+)*")
 
 def tokenize(text: str) -> list[str]:
     """Lowercased word, name and number tokens; hyphenated names also yield their parts."""
+    return [tok for word in text.split() for tok in _word_tokens(word)]
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """The tokens of one whitespace-free word (no token spans whitespace, and lowercasing
+    is per word), cached: a 100k-paper corpus repeats its words ~40 million times."""
     out: list[str] = []
-    for tok in _TOKEN.findall(text.lower()):
+    for tok in _TOKEN.findall(word.lower()):
         if tok in _STOP:
             continue
         out.append(tok)
         if "-" in tok or "@" in tok:
             out.extend(p for p in re.split(r"[-@]", tok) if p and p not in _STOP)
-    return out
+    return tuple(out)
+
+
+_RUN = re.compile(r"[\w@-]+")  # the maximal runs a name's own boundaries (?<![\w@-]) cut at
+
+
+def _first_run(name: str) -> str:
+    """The run a name starts with, or "" when it starts with another character: wherever the
+    name occurs between boundaries, this run occurs as a whole run of the text."""
+    m = _RUN.match(name)
+    return m.group() if m else ""
 
 
 _COINED = re.compile(r"(?<![\w@-])[A-Za-z][\w@]*(?:-[\w@]+)*(?![\w@-])")
@@ -51,6 +69,8 @@ def coined_names(paper: Paper) -> set[str]:
     names = {paper.label} if len(paper.label.split()) <= 3 else set()
     for tok in _COINED.findall(paper.clean):
         inner = tok[1:]
+        if len(tok) < 3 or inner.islower():  # no capital after the first letter: a plain word
+            continue
         caps = sum(c.isupper() for c in tok)
         if len(tok) >= 3 and (caps >= 2 or any(c.isdigit() for c in inner) or "@" in tok) \
                 and not tok.isdigit() and any(c.isupper() for c in inner):
@@ -64,12 +84,21 @@ def name_index(papers: list[Paper]) -> dict[str, str]:
     for p in papers:
         for n in coined_names(p):
             owners[n.lower()].add(p.id)
-    for p in papers:  # a distinctive name can still be mentioned in passing elsewhere
+    # A distinctive name can still be mentioned in passing elsewhere. Only names with one
+    # owner can still be dropped, and a name can only occur where its first run is a run of
+    # the text: look those up instead of trying every name on every paper.
+    by_run: dict[str, list[str]] = defaultdict(list)
+    for n, ids in owners.items():
+        if len(ids) == 1:
+            by_run[_first_run(n)].append(n)
+    for p in papers:
         low = p.clean.lower()
-        for n, ids in owners.items():
-            if p.id not in ids and len(ids) == 1 and re.search(
-                    r"(?<![\w@-])" + re.escape(n) + r"(?![\w@-])", low):
-                ids.add(p.id)
+        for run in {*_RUN.findall(low), ""}:
+            for n in by_run.get(run, ()):
+                ids = owners[n]
+                if p.id not in ids and len(ids) == 1 and re.search(
+                        r"(?<![\w@-])" + re.escape(n) + r"(?![\w@-])", low):
+                    ids.add(p.id)
     index = {n: next(iter(ids)) for n, ids in owners.items() if len(ids) == 1}
     labels: dict[str, list[str]] = defaultdict(list)
     for p in papers:  # a paper's own label names it, even where others mention it in passing
@@ -77,6 +106,9 @@ def name_index(papers: list[Paper]) -> dict[str, str]:
             labels[p.label.lower()].append(p.id)
     index.update({n: ids[0] for n, ids in labels.items() if len(ids) == 1})
     return index
+
+
+_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+")  # a query's 1.93 is stated where this finds 1.93
 
 
 @dataclass(frozen=True)
@@ -99,6 +131,10 @@ class Retriever:
         self._papers: dict[str, Paper] = {}
         self._bm25: Any = None
         self._names: dict[str, str] = {}
+        self._names_by_run: dict[str, list[str]] = {}
+        self._numbers: dict[str, set[str]] = {}  # decimal number -> the papers that state it
+        self._wholes: dict[str, Chunk] = {}  # paper id -> its whole-abstract chunk
+        self._rows: dict[str, list[int]] = {}  # paper id -> its chunks' rows in the BM25 index
 
     def refresh(self) -> None:
         import bm25s
@@ -106,15 +142,31 @@ class Retriever:
         logging.getLogger("bm25s").setLevel(logging.WARNING)  # it forces DEBUG on import
 
         with self._lock:
-            chunks = self.store.chunks()
-            papers = {p.id: p for p in self.store.papers()}
+            chunks, listed = self.store.chunks_and_papers()  # one pass over the collection
+            papers = {p.id: p for p in listed}
             bm25 = bm25s.BM25()
-            if chunks:
-                docs = [tokenize(f"{papers[c.paper_id].label if c.paper_id in papers else ''} "
-                                 f"{c.text}") or ["_"] for c in chunks]
-                bm25.index(docs, show_progress=False)
+            if chunks:  # token ids as they come (a token string per word would be ~1 GB at 100k)
+                vocab: dict[str, int] = {}
+                ids = [[vocab.setdefault(t, len(vocab)) for t in tokenize(
+                    f"{papers[c.paper_id].label if c.paper_id in papers else ''} {c.text}")
+                    or ["_"]] for c in chunks]
+                bm25.index((ids, vocab), show_progress=False)
+                del ids
+            rows: dict[str, list[int]] = defaultdict(list)
+            for i, c in enumerate(chunks):
+                rows[c.paper_id].append(i)
+            numbers: dict[str, set[str]] = defaultdict(set)
+            for p in papers.values():
+                for num in _DECIMAL.findall(p.clean):
+                    numbers[num].add(p.id)
+            names = name_index(list(papers.values()))
+            by_run: dict[str, list[str]] = defaultdict(list)
+            for n in names:
+                by_run[_first_run(n)].append(n)
             self._chunks, self._papers, self._bm25 = chunks, papers, bm25
-            self._names = name_index(list(papers.values()))
+            self._wholes = {c.paper_id: c for c in chunks if c.ordinal == 0}
+            self._rows, self._numbers = dict(rows), dict(numbers)
+            self._names, self._names_by_run = names, dict(by_run)
             self._loaded = True
             log.info("retriever loaded %d chunks of %d papers", len(chunks), len(papers))
 
@@ -140,14 +192,14 @@ class Retriever:
         found: list[tuple[int, str]] = []
         low = text.lower()
         for m in re.finditer(r"(?<![\w.])\d+\.\d+(?![\d])", low):
-            owners = [p.id for p in self._papers.values()
-                      if re.search(r"(?<![\w.])" + re.escape(m.group()) + r"(?!\d)", p.clean)]
+            owners = self._numbers.get(m.group(), set())  # (a paper's whole number, see refresh)
             if len(owners) == 1:
-                found.append((m.start(), owners[0]))
-        for name, pid in self._names.items():
-            hit = re.search(r"(?<![\w@-])" + re.escape(name) + r"(?![\w@-])", low)
-            if hit:
-                found.append((hit.start(), pid))
+                found.append((m.start(), next(iter(owners))))
+        for run in {*_RUN.findall(low), ""}:  # only names whose first run the text has
+            for name in self._names_by_run.get(run, ()):
+                hit = re.search(r"(?<![\w@-])" + re.escape(name) + r"(?![\w@-])", low)
+                if hit:
+                    found.append((hit.start(), self._names[name]))
         return list(dict.fromkeys(pid for _, pid in sorted(found)))
 
     def keyword(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
@@ -156,15 +208,18 @@ class Retriever:
         if not toks or not self._chunks:
             return []
         scores = np.asarray(self._bm25.get_scores(toks))
-        order = np.argsort(-scores, kind="stable")
-        out: list[Scored] = []
-        for i in order:
-            if scores[i] <= 0 or len(out) >= k:
-                break
-            c = self._chunks[int(i)]
-            if paper_ids is None or c.paper_id in paper_ids:
-                out.append(Scored(c, len(out) + 1, float(scores[i])))
-        return out
+        if paper_ids is None:
+            rows = np.flatnonzero(scores > 0)
+        else:
+            rows = np.asarray(sorted(r for pid in paper_ids for r in self._rows.get(pid, ())),
+                              dtype=np.int64)
+            rows = rows[scores[rows] > 0]
+        if len(rows) > k:  # only the top k need sorting (ties at the k-th score all kept)
+            kth = np.partition(scores[rows], len(rows) - k)[len(rows) - k]
+            rows = rows[scores[rows] >= kth]
+        rows = rows[np.lexsort((rows, -scores[rows]))][:k]  # best first, ties by index
+        return [Scored(self._chunks[int(i)], n + 1, float(scores[i]))
+                for n, i in enumerate(rows)]
 
     def dense(self, query: str, k: int, paper_ids: set[str] | None = None,
               vector: np.ndarray | None = None) -> list[Scored]:
@@ -198,7 +253,7 @@ class Retriever:
                 fused[item.chunk.id] += w / (s.rrf_k + item.rank)
                 chunk_of[item.chunk.id] = item.chunk
         if mode == "hybrid":  # an exact name in the query outranks everything else
-            wholes = {c.paper_id: c for c in self._chunks if c.ordinal == 0}
+            wholes = self._wholes
             for i, pid in enumerate(self.named_papers(query)):
                 if pid in wholes and (paper_ids is None or pid in paper_ids):
                     c = next((cid for cid in sorted(fused, key=lambda x: -fused[x])
