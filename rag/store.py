@@ -173,19 +173,6 @@ class Store:
                     papers.append(_paper(d, m))
         return chunks, sorted(papers, key=lambda p: p.id)
 
-    def chunks_and_papers(self) -> tuple[list[Chunk], list[Paper]]:
-        """`chunks()` and `papers()` in one pass over the collection (what a retriever loads
-        at start; at 100k papers each pass costs a minute against a server). A paper's
-        cleaned text is its whole-abstract chunk's text, the same string, held once."""
-        chunks: list[Chunk] = []
-        papers: list[Paper] = []
-        for ids, docs, metas in self._all(include=["documents", "metadatas"]):
-            for i, d, m in zip(ids, docs, metas, strict=True):
-                chunks.append(_chunk(i, d, m))
-                if chunks[-1].ordinal == 0:
-                    papers.append(_paper(d, m))
-        return chunks, sorted(papers, key=lambda p: p.id)
-
     def query(self, vector: np.ndarray, k: int, paper_ids: list[str] | None = None
               ) -> list[DenseMatch]:
         n = self.count()
