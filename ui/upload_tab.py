@@ -46,11 +46,17 @@ def _list(items: Sequence[Any]) -> str:
     return "".join(f"<li>{esc(_item(x))}</li>" for x in items)
 
 
+STAGES = {"embedding": "Embedding the new abstracts", "titles": "Writing their titles",
+          "map": "Placing them on the map"}
+
+
 def check_html(check: Any) -> str:
-    """What the check found, before anything is indexed."""
+    """What the check found (rag.uploads.UploadCheck), before anything is indexed."""
     errors = list(getattr(check, "errors", ()) or ())
-    new = list(getattr(check, "new_papers", ()) or ())
+    new = list(getattr(check, "papers", ()) or ()) or (
+        [f"{check.new_papers} new abstracts"] if getattr(check, "new_papers", 0) else [])
     dup = list(getattr(check, "duplicates", ()) or ())
+    warnings = list(getattr(check, "warnings", ()) or ())
     parts = ['<div class="upload-check">']
     if errors:
         parts.append('<div class="error" role="alert"><b>Refused; nothing was added.</b>'
@@ -61,6 +67,8 @@ def check_html(check: Any) -> str:
     if dup:
         parts.append(f"<p>{len(dup)} already in the collection (will be skipped):</p>"
                      f"<ul>{_list(dup)}</ul>")
+    if warnings:
+        parts.append(f'<p class="hint">Skipped paragraphs:</p><ul>{_list(warnings)}</ul>')
     if not errors and not new:
         parts.append("<p>Nothing new to add.</p>")
     parts.append("</div>")
@@ -112,7 +120,7 @@ def build_upload_tab(shared: Shared, after: Callable[[], tuple[Any, ...]],
         except RagError as e:
             return (f'<div class="error" role="alert">{esc(e)}</div>',
                     gr.Button(interactive=False))
-        ok = bool(result.ok) and bool(result.new_papers)
+        ok = bool(result.ok) and result.new_papers > 0
         return check_html(result), gr.Button(interactive=ok)
 
     def ingest(paths_in: Any, progress: gr.Progress = PROGRESS) -> tuple[Any, ...]:
@@ -126,8 +134,8 @@ def build_upload_tab(shared: Shared, after: Callable[[], tuple[Any, ...]],
         before = {p.id for p in a.papers()}
         progress(0.0, desc="Checking")
 
-        def step(message: str, fraction: float) -> None:
-            progress(max(0.0, min(1.0, float(fraction))), desc=message)
+        def step(stage: str, fraction: float) -> None:
+            progress(max(0.0, min(1.0, float(fraction))), desc=STAGES.get(stage, stage))
 
         try:
             rep = uploads.add_files(shared.settings, a.store, a.embedder, a.generator, paths,
@@ -139,7 +147,8 @@ def build_upload_tab(shared: Shared, after: Callable[[], tuple[Any, ...]],
         a.refresh()
         shared.atlas.reload()
         new_ids = sorted({p.id for p in a.papers()} - before)
-        html = report_html(rep, list(result.duplicates or ()), new_ids, a.paper)
+        dup = list(getattr(rep, "duplicates", ()) or result.duplicates or ())
+        html = report_html(rep, dup, new_ids, a.paper)
         return (html, gr.Button(interactive=False), *after())
 
     files.change(check, [files], [report, add], queue=False, api_visibility="private")
