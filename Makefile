@@ -10,7 +10,7 @@ export ANONYMIZED_TELEMETRY := False
 export GRADIO_ANALYTICS_ENABLED := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test install install-test models ingest eval eval-retrieval bench native lint clean
+.PHONY: run test install install-test models ingest eval eval-retrieval bench bench-scale native lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,11 @@ eval: models ingest
 
 bench: models ingest
 	$(BIN)/python bench/bench.py --quick
+
+# The 100,000-abstract scale run through a real chroma server (~1 h on 2 shared cores; its
+# own temporary corpus and index): bench/results-scale.json. `--quick` (2,000) smoke-tests it.
+bench-scale: install
+	nice -n 10 $(BIN)/python bench/scale.py $(SCALE_ARGS)
 
 # Opt-in: rebuild xllamacpp from its sdist for this CPU's instruction sets (no AMX, no
 # -march=native), into ~/.cache/icml-rag/native, smoke-tested in a subprocess; the app takes
