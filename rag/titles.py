@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROMPT_VERSION = "1"  # bump when the prompt or the check changes: titles are written again
+PROMPT_VERSION = "2"  # bump when the prompt, the check or the repairs change: titles are written again
 MIN_WORDS, MAX_WORDS = 4, 10
 SYSTEM = ("You write short titles for research paper abstracts. Reply with one title of 4 to "
           "10 words and nothing else: no quotes, no final period, no 'Title:'. Use only "
@@ -171,6 +171,24 @@ def _user(paper: Paper, name: str | None, words: int, rejected: tuple[str, str] 
     return msg
 
 
+_FILLER = re.compile(r"\b(?:A|An|The)\s+(?:Novel|New)\s+|\b(?:Novel|New)\s+", re.I)
+
+
+def _shorter(title: str, name: str | None) -> list[str]:
+    """Shorter readings of a title that is too long: without "A Novel", then "NAME: part" for
+    each part between colons ("BEXA: Budgeted Exit Actor: A Novel Actor-Critic Architecture
+    for ..." -> "BEXA: Budgeted Exit Actor")."""
+    out = [_FILLER.sub("", title).strip()]
+    parts = [p.strip() for p in title.split(":") if p.strip()]
+    if len(parts) > 1:
+        rest = [p for p in parts if not name or p.lower() != name.lower()]
+        for part in rest:
+            has_name = not name or name.lower() in part.lower()
+            out.append(part if has_name else f"{name}: {part}")
+            out.append(_FILLER.sub("", out[-1]).strip())
+    return [t for t in dict.fromkeys(out) if t != title]
+
+
 def write_title(generator: Generator, paper: Paper, settings: Settings) -> TitleResult:
     """One paper's title from the model: checked, asked again once with the reason, else ""."""
     name = method_name(paper.text)
@@ -180,11 +198,18 @@ def write_title(generator: Generator, paper: Paper, settings: Settings) -> Title
         prompt = generator.format_chat(SYSTEM, _user(paper, name, settings.titles.prompt_words,
                                                      last))
         title = normalize(generator.generate(prompt, settings.titles.max_new_tokens))
-        if name and title and name.lower() not in title.lower():
-            title = f"{name}: {title}"  # the name first, as titles often read
+        if name and title:
+            at = title.lower().find(name.lower())
+            if at < 0:
+                title = f"{name}: {title}"  # the name first, as titles often read
+            else:  # "Prism" for PRISM: the abstract's own spelling
+                title = title[:at] + name + title[at + len(name):]
         why = check_title(title, paper.clean, name)
         if why is None:
             return TitleResult(title, True, attempt, tuple(rejected))
+        for shorter in _shorter(title, name):  # the model's own words, fewer of them
+            if check_title(shorter, paper.clean, name) is None:
+                return TitleResult(shorter, True, attempt, tuple(rejected))
         rejected.append(f"{title!r}: {why}")
         last = (title, why)
     log.info("%s: no title passed the check (%s); the label is shown", paper.id,

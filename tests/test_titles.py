@@ -121,3 +121,14 @@ def test_real_model_titles_name_the_method_and_a_reingest_costs_no_call(tmp_path
     assert [(p.title, p.title_generated) for p in store.papers()] == \
         [(p.title, p.title_generated) for p in papers]
     assert Path(cache_path(s)).is_file()
+
+
+def test_a_long_title_is_read_shorter_in_its_own_words():
+    from rag.titles import _shorter
+
+    bexa = load_corpus(SEEDS).by_id()["003-01"]
+    long = "BEXA: Budgeted Exit Actor: A Novel Actor-Critic Architecture for Efficient Control"
+    assert check_title(long, bexa.clean, "BEXA") is not None  # 11 words
+    passing = [t for t in _shorter(long, "BEXA") if check_title(t, bexa.clean, "BEXA") is None]
+    assert passing[0] == "BEXA: Budgeted Exit Actor: Actor-Critic Architecture for Efficient Control"
+    assert all("BEXA" in t for t in _shorter(long, "BEXA"))
