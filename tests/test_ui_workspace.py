@@ -75,11 +75,26 @@ def workspace(index_dir: Path, tmp_path_factory: Any) -> Any:
     return settings
 
 
+TITLED = "000-01"  # SSL4RL: the 0.5B model's title for it passes the library's check
+
+
 @pytest.fixture(scope="module")
 def assistant(workspace: Any) -> Any:
+    """The real assistant; one seed gets its title from the real model, as `rag ingest` would
+    give every seed (written to the title cache, then into the index by a no-op ingest)."""
     from rag.assistant import Assistant
+    from rag.corpus import load_corpus
+    from rag.ingest import ingest
+    from rag.titles import TitleCache, cache_path, title_key, write_title
 
-    return Assistant.from_settings(workspace)
+    a = Assistant.from_settings(workspace)
+    paper = load_corpus(workspace.paths.seeds).by_id()[TITLED]
+    result = write_title(a.generator, paper, workspace)
+    TitleCache(cache_path(workspace)).put(title_key(paper, workspace.generate.preset),
+                                          result.title, result.generated)
+    ingest(workspace, a.store, a.embedder)
+    a.refresh()
+    return a
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +171,20 @@ def test_titles_and_related_papers(browser: Any, server: str, assistant: Any) ->
         target = related.first.get_attribute("data-paper")
         related.first.click()
         page.wait_for_selector(f"#paper-detail section.src[data-paper='{target}']")
-    shot(page, "titles.png")
+    shot(page, "titles-papers.png")
+
+    # the generated title: in the table, and in the sources panel marked as generated
+    ssl = assistant.paper(TITLED)
+    assert ssl.title and ssl.title_generated, "the model's title for SSL4RL was rejected"
+    assert ssl.title in page.locator("#papers-table").inner_text()
+    page.get_by_role("tab", name="Chat").click()
+    ask(page, "What does SSL4RL use as a reward signal?")
+    wait_done(page)
+    card = page.locator(f"#sources section.src[data-paper='{TITLED}']").first
+    assert card.locator(".label").inner_text() == ssl.title
+    assert "SSL4RL" in (card.locator(".label").get_attribute("title") or "")  # label on hover
+    assert card.locator(".gen").count() == 1
+    readme_shot(page, "titles.png")
     assert page.page_errors == []
 
 
@@ -168,6 +196,7 @@ def test_conversation_survives_restart_and_is_deleted_for_real(
     from ui.app import create_app
 
     data = Path(workspace.paths.data)
+    rows = conversation_rows(data) if (data / "conversations.sqlite").exists() else (0, 0)
     port = free_port()
     context = browser.new_context(viewport={"width": 1280, "height": 900},
                                   accept_downloads=True)
@@ -182,7 +211,7 @@ def test_conversation_survives_restart_and_is_deleted_for_real(
         cited = page.locator("#sources section.src[data-paper]").first.get_attribute(
             "data-paper")
         assert cited
-    assert conversation_rows(data) == (1, 1)
+    assert conversation_rows(data) == (rows[0] + 1, rows[1] + 1)
 
     # a new server process (same data folder, same origin), the tab reloaded
     with served(create_app(assistant, workspace), workspace, port) as url:
@@ -215,7 +244,7 @@ def test_conversation_survives_restart_and_is_deleted_for_real(
         page.wait_for_function(
             "!document.querySelector('#conv-list').innerText.includes('Flow policy')")
         assert page.locator("#chat .question").count() == 0
-    assert conversation_rows(data) == (0, 0)  # the rows are gone, not hidden
+    assert conversation_rows(data) == rows  # the rows are gone, not hidden
     context.close()
 
 
