@@ -42,7 +42,7 @@ a.cite { font-size: .78em; vertical-align: super; text-decoration: none; font-we
 .bridge { display: none !important; }
 .gen { font-size: .68em; color: var(--body-text-color-subdued); border: 1px solid
   var(--border-color-primary); border-radius: 3px; padding: 0 3px; margin-left: 4px;
-  vertical-align: super; cursor: help; font-weight: 400; }
+  vertical-align: super; cursor: help; font-weight: 400; white-space: nowrap; }
 .related { font-size: .84em; margin: 4px 0 2px; color: var(--body-text-color-subdued); }
 .related a { color: var(--link-text-color, var(--color-accent)); }
 .comparison { overflow-x: auto; max-width: 100%; }
@@ -53,7 +53,8 @@ a.cite { font-size: .78em; vertical-align: super; text-decoration: none; font-we
   .gradio-container { padding-left: 4px !important; padding-right: 4px !important; }
   .app-head span { display: block; margin-left: 0; }
   #sources, #compare-sources { max-height: none; }
-  .compare-table { font-size: .84em; }
+  .compare-table { font-size: .84em; min-width: 420px; }
+  .compare-table th, .compare-table td { overflow-wrap: break-word; word-break: normal; }
   .compare-table th.aspect { white-space: normal; overflow-wrap: normal; word-break: normal;
     min-width: 5em; }
   .compare-table th, .compare-table td { padding: 4px 5px; }
