@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from typing import Any
 
 from rag.types import (
     Answer,
@@ -237,3 +238,71 @@ def test_paper_rows_filter_and_first_sentence() -> None:
     assert render.paper_rows([P1, P2], "nothing-like-this") == []
     assert render.paper_choices([P1]) == [("000-01 · SSL4RL", "000-01")]
     assert "SSL4RL" in render.ask_about(P1)
+
+
+# ---- titles, related papers, the map, exports (issue 13) ---------------------------------------
+
+from tests.ui_fakes import BY_ID as PAPERS_BY  # noqa: E402
+
+
+def _titled_paper() -> Paper:
+    from dataclasses import replace
+
+    return replace(PAPERS_BY["000-01"], title="SSL4RL: self-supervised tasks as <RL> rewards",
+                   title_generated=True)
+
+
+def test_generated_title_is_shown_marked_with_the_label_on_hover() -> None:
+    p = _titled_paper()
+    card = render.paper_card_html(p, related=[PAPERS_BY["003-14"]])
+    assert "SSL4RL: self-supervised tasks as &lt;RL&gt; rewards" in card
+    assert 'class="gen"' in card and "label: SSL4RL" in card
+    assert 'class="open-paper" href="#paper-003-14" data-paper="003-14"' in card
+    assert render.paper_title(p) == "000-01 · SSL4RL: self-supervised tasks as <RL> rewards"
+    plain = PAPERS_BY["003-14"]
+    assert 'class="gen"' not in render.paper_card_html(plain)
+    assert render.paper_rows([p], "rewards")[0][1].endswith(" ✦")
+
+
+def test_exports_name_papers_by_title(tmp_path: Any) -> None:
+    from ui.session import export_conversation
+
+    p = _titled_paper()
+    answer = Answer("q?", "It uses SSL [1].", (Citation(1, p.id, p.label, "000-01#1",
+                                                        "We propose SSL4RL", 0, 5, True),),
+                    (), False)
+    text = export_conversation([answer], {p.id: p}).read_text(encoding="utf-8")
+    assert "SSL4RL: self-supervised tasks as <RL> rewards (SSL4RL; generated title)" in text
+
+
+def test_map_figure_colours_by_cluster_and_rings_cited_papers() -> None:
+    from types import SimpleNamespace as NS
+
+    from ui.atlas_view import AtlasCache, figure, related_papers
+
+    pts = tuple(NS(paper_id=pid, x=float(i), y=0.0, cluster=i % 2)
+                for i, pid in enumerate(PAPERS_BY))
+    atlas = NS(points=pts, clusters=(NS(id=0, name="rl, reward", words=()),
+                                     NS(id=1, name="tables", words=())),
+               related={"000-01": ("003-14", "004-09", "nope")})
+    fig = figure(atlas, PAPERS_BY, ["000-01"])
+    names = [t.name for t in fig.data]
+    assert names == ["rl, reward", "tables", "cited in the current answer"]
+    assert list(fig.data[2].customdata) == ["000-01"]
+    assert sum(len(t.x) for t in fig.data[:2]) == len(PAPERS_BY)
+    cache = AtlasCache(object(), loader=lambda s: atlas)
+    near = related_papers(cache, ["000-01", "003-14"], PAPERS_BY.get)
+    assert [p.id for p in near["000-01"]] == ["003-14", "004-09"] and near["003-14"] == []
+
+
+def test_upload_check_lists_errors_new_papers_and_duplicates() -> None:
+    from types import SimpleNamespace as NS
+
+    from ui.upload_tab import check_html
+
+    bad = check_html(NS(ok=False, errors=("x.txt: line 3: not UTF-8 <b>",), new_papers=0,
+                        duplicates=(), warnings=(), papers=()))
+    assert "nothing was added" in bad and "&lt;b&gt;" in bad
+    good = check_html(NS(ok=True, errors=(), new_papers=1, duplicates=("000-01 (SSL4RL)",),
+                         warnings=(), papers=(PAPERS_BY["003-14"],)))
+    assert "1 new paper" in good and "003-14 · TaRO" in good and "already in" in good

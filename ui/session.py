@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -308,14 +308,37 @@ def write_export(markdown: str, name: str) -> Path:
     return path
 
 
+def titled(p: Paper) -> Paper:
+    """The paper as exports should name it: rag.export prints `label`, so the title (marked
+    when the model wrote it, with the label kept) takes its place."""
+    from ui.render import display_name, is_generated
+
+    name = display_name(p)
+    if name == p.label:
+        return p
+    return replace(p, label=f"{name} ({p.label}; generated title)" if is_generated(p) else name)
+
+
+def titled_answer(a: Answer) -> Answer:
+    c = a.comparison
+    if c is None:
+        return a
+    left, right = (replace(s, paper=titled(s.paper)) if s.paper is not None else s
+                   for s in (c.left, c.right))
+    return replace(a, comparison=replace(c, left=left, right=right))
+
+
 def export_conversation(answers: list[Answer], papers: Mapping[str, Paper]) -> Path:
     from rag.export import conversation_markdown
 
-    return write_export(conversation_markdown(list(answers), dict(papers)),
+    named = {pid: titled(p) for pid, p in papers.items()}
+    return write_export(conversation_markdown([titled_answer(a) for a in answers], named),
                         "icml-rag-conversation.md")
 
 
 def export_comparison(answer: Answer, papers: Mapping[str, Paper]) -> Path:
     from rag.export import comparison_markdown
 
-    return write_export(comparison_markdown(answer, dict(papers)), "icml-rag-comparison.md")
+    named = {pid: titled(p) for pid, p in papers.items()}
+    return write_export(comparison_markdown(titled_answer(answer), named),
+                        "icml-rag-comparison.md")
