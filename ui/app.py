@@ -50,7 +50,7 @@ def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blo
             with gr.Tab("Chat", id="chat"):
                 chat = build_chat_tab(shared, demo, ui, owner, side["items"] if side else None)
             with gr.Tab("Compare", id="compare"):
-                compare = build_compare_tab(assistant)
+                compare = build_compare_tab(assistant, shared.related_for)
             with gr.Tab("Papers", id="papers"):
                 papers = build_papers_tab(shared, tabs, chat["box"], compare["left"],
                                           compare["right"], demo)

@@ -289,6 +289,6 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
     chatbot.clear(clear_all, [session], [chatbot, status, sources, export], queue=False,
                   api_visibility="private")
     return {"box": box, "chatbot": chatbot, "session": session, "status": status,
-            "sources": sources, "export": export}
+            "sources": sources, "export": export, "clear": clear}
 
 

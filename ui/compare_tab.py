@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
@@ -19,9 +19,11 @@ log = logging.getLogger(__name__)
 SCOPE = "cmp"  # anchor prefix of this tab's citations: never collides with chat turns
 
 
-def compare_respond(assistant: Assistant, cs: CompareSession, left: str,
-                    right: str) -> Iterator[tuple[Any, ...]]:
-    """(status, table, sources, export, run, stop) updates for one comparison."""
+def compare_respond(assistant: Assistant, cs: CompareSession, left: str, right: str,
+                    related: Callable[[Answer], Mapping[str, Sequence[Paper]]] | None = None
+                    ) -> Iterator[tuple[Any, ...]]:
+    """(status, table, sources, export, run, stop) updates for one comparison; `related`
+    gives each shown paper's nearest papers."""
     skip = gr.skip()
     rid, stop = cs.request, cs.stop
     known: dict[str, Paper] = {}
@@ -61,7 +63,8 @@ def compare_respond(assistant: Assistant, cs: CompareSession, left: str,
                 papers = paper_lookup(assistant, known, answer)
                 yield finish(render.done_status_html(answer),
                              render.answer_html(answer, SCOPE, papers),
-                             render.sources_html(answer, papers, SCOPE),
+                             render.sources_html(answer, papers, SCOPE,
+                                                 related(answer) if related else None),
                              _export_button(assistant, answer))
                 return
             elif pr.kind == "stopped":
@@ -89,7 +92,9 @@ def _export_button(assistant: Assistant, answer: Answer) -> Any:
     return gr.DownloadButton(value=str(path), interactive=True)
 
 
-def build_compare_tab(assistant: Assistant) -> dict[str, Any]:
+def build_compare_tab(assistant: Assistant,
+                      related: Callable[[Answer], Mapping[str, Sequence[Paper]]] | None = None
+                      ) -> dict[str, Any]:
     cs = gr.State(CompareSession(), delete_callback=lambda s: STOPS.stop(s.request))
     gr.Markdown("Pick two papers. Each cell quotes its own abstract; "
                 "greyed cells are not stated there.")
@@ -118,7 +123,7 @@ def build_compare_tab(assistant: Assistant) -> dict[str, Any]:
                 gr.Button(interactive=False), gr.Button(interactive=True))
 
     def respond(a: str, b: str, s: CompareSession) -> Iterator[tuple[Any, ...]]:
-        yield from compare_respond(assistant, s, a, b)
+        yield from compare_respond(assistant, s, a, b, related)
 
     def stop_now(s: CompareSession) -> str:
         STOPS.stop(s.request)

@@ -121,5 +121,7 @@ def wire_history(shared: Shared, demo: gr.Blocks, side: dict[str, Any], owner: A
                                        outputs=[items], queue=False, api_visibility="private")
     side["rename"].click(**rename_args)
     name.submit(**rename_args)
+    chat["clear"].click(lambda who: (list_update(shared, who), ""), [owner], [items, name],
+                        queue=False, api_visibility="private")  # nothing open any more
     side["delete"].click(delete, [items, owner, session], [items, name, *chat_outs],
                          queue=False, api_visibility="private")
