@@ -84,6 +84,7 @@ def login_page(assistant: Any, settings: Any) -> Any:
     with served(create_app(assistant, s), s) as url, chromium_page() as page:
         page.goto(url)
         page.wait_for_selector("input[type=password]")
+        page.data_dir = s.paths.data
         yield page
 
 
@@ -112,6 +113,20 @@ def test_login_in_the_browser_refuses_then_throttles_then_admits(login_page: Any
     page.wait_for_timeout(4500)  # login_pause_seconds
     assert _login(page, PASSWORD) == 200
     page.wait_for_selector("#chat", timeout=30_000)
+
+    # with a login, saved conversations belong to the user, not to the browser
+    page.wait_for_selector("#question textarea")
+    page.wait_for_timeout(500)  # the page-load event that sets the owner
+    page.locator("#question textarea").fill("Which papers study backdoor attacks?")
+    page.locator("#send").click()
+    page.wait_for_selector("#status .status-done", timeout=120_000)
+    page.wait_for_function(
+        "document.querySelector('#conv-list').innerText.includes('backdoor attacks')")
+    from ui.history import ConversationStore
+
+    store = ConversationStore.for_data(page.data_dir)
+    titles = [c.title for c in store.conversations(f"user:{USER}")]
+    assert "Which papers study backdoor attacks?" in titles
 
 
 @pytest.mark.browser
