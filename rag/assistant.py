@@ -497,9 +497,10 @@ class Assistant:
                           abstained=True, reason=reason, closest=closest, notice=notice)
         top = papers[first or passages[0].paper_id]
         cite = looked_here(top, q, self.sentences)
-        text = f"The abstract of {top.label} ({top.id}) does not state this [1]."
+        name = extract.paper_name(top)
+        text = f"The abstract of {name} ({top.id}) does not state this [1]."
         if reason == "unsupported":
-            text = (f"I could not find this in the abstracts; the closest is {top.label} "
+            text = (f"I could not find this in the abstracts; the closest is {name} "
                     f"({top.id}) [1].")
         return Answer(question=q, text=text, citations=(cite,), hits=tuple(hits),
                       abstained=True, reason=reason, closest=closest or (top.id,),

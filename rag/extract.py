@@ -14,12 +14,19 @@ import re
 import numpy as np
 
 from rag import cover
+from rag.corpus import method_name
 from rag.evidence import Evidence, SentenceIndex
 from rag.types import AnswerSentence, Citation, Paper
 
 _DEFINITION = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was)\s+(?:the\s+)?(?:[\w@.-]+\s*){1,4}"
                          r"(?:\s*\([\w-]+\))?\s*\??\s*$|\bstand for\b|\bwhat (?:is|are) .{1,40} used for\b",
                          re.IGNORECASE)
+
+
+def paper_name(p: Paper) -> str:
+    """How an answer names a paper: the method's name when its abstract gives one, else its
+    generated title (checked against the abstract at ingest), else the label phrase."""
+    return p.label if method_name(p.text) else (p.title or p.label)
 
 
 def is_definition(question: str) -> bool:
@@ -72,7 +79,7 @@ def compose(question: str, papers: list[Paper], index: SentenceIndex,
                 taken=tuple((s, e) for s, e, _ in picks))]
         picks = sorted(picks)
         quote = " ".join(p.clean[s:e] for s, e, _ in picks)
-        line = f"{p.label} ({p.id}): {quote}"
+        line = f"{paper_name(p)} ({p.id}): {quote}"
         for s, e, score in picks:
             citations.append(Citation(n, p.id, p.label, f"{p.id}#0", p.clean[s:e], s, e,
                                       True, round(score, 3)))
@@ -88,7 +95,7 @@ def quote(paper: Paper, picks: list[Evidence], marker: int = 1
           ) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
     """'Label (id): the picked sentences [n]': the abstract answering in its own words."""
     picks = sorted(picks, key=lambda e: e.start)
-    line = f"{paper.label} ({paper.id}): " + " ".join(paper.clean[e.start:e.end] for e in picks)
+    line = f"{paper_name(paper)} ({paper.id}): " + " ".join(paper.clean[e.start:e.end] for e in picks)
     citations = tuple(Citation(marker, paper.id, paper.label, f"{paper.id}#0",
                                paper.clean[e.start:e.end], e.start, e.end, True, round(e.score, 3))
                       for e in picks)

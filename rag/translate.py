@@ -36,12 +36,15 @@ FROM_ENGLISH = ("Translate the user's message from English into {language}. Keep
 _LINE = re.compile(r"^\s*(?:[-*]\s+)?")
 
 
-_CODED = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w@]*\b|\b\w+@\w+\b")
+# Coined names: a digit or '@' among letters (SSL4RL, Wan2.1, leak@k), or a capital after a
+# lowercase letter (DeltaNet, PaperGuard, RedTeam). All-capital acronyms (AI, RL, LLM) are
+# left out: languages translate them ("IA", "LLM" -> "grandes modelos de lenguaje").
+_CODED = re.compile(r"\b(?=[\w.@]*[A-Za-z])(?=[\w.@]*(?:\d|@|[a-z][A-Z]))[A-Za-z][\w.@]*[\w@]\b")
 
 
 def anchors(text: str) -> set[str]:
-    """What a translation must keep: coined names (SSL4RL, RedTeam, leak@k) and numbers,
-    case-folded; ordinary words, hyphenated or not, are the translator's to translate."""
+    """What a translation must keep: coined names and numbers (not paper ids), case-folded;
+    ordinary words and acronyms are the translator's to translate."""
     return {m.group().lower() for m in _CODED.finditer(text)} | numbers(text)
 
 
