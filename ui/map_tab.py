@@ -76,7 +76,8 @@ def build_map_tab(shared: Shared, tabs: gr.Tabs, question_box: gr.Textbox,
         return gr.Tabs(selected="compare"), gr.Dropdown(value=pid)
 
     private: dict[str, Any] = dict(queue=False, api_visibility="private")
-    demo.load(draw, None, [plot, note, pick], **private)
+    # drawn when the tab is opened (app.py), not on page load: 8+ pages opening at once on 2
+    # cores must not each wait for a figure nobody looks at yet
     sel_out = [pick, detail, ask, compare]
     pick.input(select, [pick], sel_out, **private)
     go.click(select, [clicked], sel_out, **private)
