@@ -40,7 +40,10 @@ models: install
 ingest: install
 	$(BIN)/rag ingest
 
-run: models ingest
+# The chat opens without waiting for paper titles: `rag serve` writes the missing ones in the
+# background (labels show until then; `make ingest` writes them up front instead).
+run: models
+	$(BIN)/rag ingest --no-titles
 	$(BIN)/rag serve
 
 test: install-test models

@@ -179,6 +179,15 @@ def _titles(settings: Settings, store: Store, papers: dict[str, Paper],
     return run.generated, (time.perf_counter() - t0 if run.generated else 0.0)
 
 
+def write_missing_titles(settings: Settings, store: Store, generator: Generator) -> int:
+    """Titles for indexed papers with none cached yet; the number written. `rag serve` runs it
+    after it starts (`make run` ingests with --no-titles), so a fresh install opens the chat
+    before the model has titled every abstract; the labels show until then."""
+    papers = {p.id: p for p in store.papers()}
+    generated, _ = _titles(settings, store, papers, generator, False, None)
+    return generated
+
+
 def _atlas(settings: Settings, store: Store, papers: list[Paper]) -> float:
     """Compute the map again when the papers changed; seconds spent (0 when current)."""
     from rag.atlas import build_atlas, is_current

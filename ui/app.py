@@ -125,6 +125,18 @@ def main(settings: Settings | None = None) -> None:
             assistant.warm_up()
         except Exception as e:  # the first question reports it properly; the server stays up
             log.warning("warm-up failed: %s", e)
+            return
+        if not settings.titles.enabled:
+            return
+        try:  # papers the ingest left untitled (make run: --no-titles), while chat is open
+            from rag.ingest import write_missing_titles
+
+            written = write_missing_titles(settings, assistant.store, assistant.generator)
+            if written:
+                assistant.refresh()
+                log.info("wrote %d paper titles in the background", written)
+        except Exception as e:  # titles are a nicety: the labels stay
+            log.warning("background titles failed: %s", e)
 
     threading.Thread(target=warm_up, name="rag-warm-up", daemon=True).start()
     app = create_app(assistant, settings)
