@@ -132,3 +132,26 @@ def test_a_long_title_is_read_shorter_in_its_own_words():
     passing = [t for t in _shorter(long, "BEXA") if check_title(t, bexa.clean, "BEXA") is None]
     assert passing[0] == "BEXA: Budgeted Exit Actor: Actor-Critic Architecture for Efficient Control"
     assert all("BEXA" in t for t in _shorter(long, "BEXA"))
+
+
+@pytest.mark.model
+def test_the_server_titles_papers_the_ingest_left_untitled(tmp_path, embedder):
+    """`make run` ingests with --no-titles; `rag serve` then writes the missing titles in the
+    background (rag.ingest.write_missing_titles) with the real model, once."""
+    from rag.config import load_settings
+    from rag.generate import Generator
+    from rag.ingest import write_missing_titles
+
+    seeds = tmp_path / "seeds"
+    shutil.copytree(DATA / "titles", seeds)
+    s = make_settings(tmp_path / "data", seeds, atlas={"enabled": False})
+    store = Store(s.store, s.paths.data)
+    ingest(s, store, embedder)  # no generator: labels only
+    assert not any(p.title for p in store.papers())
+    gen = Counting(Generator(load_settings()))
+    assert write_missing_titles(s, store, gen) == 2  # type: ignore[arg-type]
+    titled = [p for p in store.papers() if p.title_generated]
+    assert titled and all(check_title(p.title, p.clean, method_name(p.text)) is None
+                          for p in titled)
+    calls = gen.calls
+    assert write_missing_titles(s, store, gen) == 0 and gen.calls == calls  # type: ignore[arg-type]
