@@ -117,6 +117,8 @@ class AnswerSettings(BaseModel):
     guard_similarity: float = 0.45
     # a part of the question the answer left out is answered by the paper's sentence that has
     # its words (rag/cover.py) when that sentence scores at least this against the question
+    # fitted on the dev split: the one dev row it was needed for scores its sentence 0.212
+    # against its part; at 0.20 the whole dev split went 70.1 -> 74.7 % with no row lost
     complement: float = 0.20
     unsupported: Literal["mark", "drop"] = "mark"
 

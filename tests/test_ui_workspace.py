@@ -21,9 +21,9 @@ import pytest
 from tests.conftest import make_settings
 from tests.ui_browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     ROOT,
     ask,
+    chromium,
     free_port,
     served,
     shot,
@@ -101,14 +101,8 @@ def assistant(workspace: Any) -> Any:
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
