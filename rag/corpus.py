@@ -138,6 +138,9 @@ _FONT = (r"emph|textit|textbf|texttt|textsc|textsf|textrm|text|mathrm|mathbf|mat
          r"underline")
 _FONT_ARG = re.compile(r"\\(?:" + _FONT + r")\{([^{}]*)\}")
 _URL_CMD = re.compile(r"\\url\{([^{}]*)\}|\\href\{[^{}]*\}\{([^{}]*)\}")
+# references to the paper's bibliography or its own figures say nothing in an abstract
+_REF_CMD = re.compile(r"(?:~|\s+)?\\(?:cite[pt]?|citeauthor|ref|eqref|autoref|cref|Cref|label)"
+                      r"(?![A-Za-z])\*?(?:\[[^\]]*\])*(?:\{[^{}]*\})?")
 _TIE = re.compile(r"(?<=\S)~(?=\S)")  # TeX's non-breaking space ("Fig.~3"); "~20%" stays
 # one pass, so that an escaped "\$" or "\{" survives while bare "$" and braces go
 _TEX = re.compile(r"\\\\|\\([A-Za-z]+)|\\([%&_#${}])|\\[,;:! ]|\$|[{}]")
@@ -164,6 +167,7 @@ def clean_map(text: str) -> CleanText:
     """Strip Markdown/LaTeX noise for display and embedding, keeping words and numbers,
     with each cleaned character's span in `text`."""
     s = _Mapped.of(text).sub(_INVISIBLE, lambda m: [])
+    s = s.sub(_REF_CMD, lambda m: [])  # "~\cite{key}", " \ref{fig}" -> nothing
     s = s.sub(_URL_CMD, lambda m: [1, 2])  # \url{u} -> u, \href{u}{words} -> words
     s = s.sub(_TIE, lambda m: [" "])
     s = s.sub(_FONT_ARG, lambda m: [1]).sub(_FONT_ARG, lambda m: [1])  # one level of nesting

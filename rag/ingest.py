@@ -33,7 +33,7 @@ Progress = Callable[[str, float], None]  # (stage: "embedding" | "titles" | "map
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "4"  # bump when chunk metadata, cleaning or the label algorithm changes: forces a re-embed
+SCHEMA = "5"  # bump when chunk metadata, cleaning or the label algorithm changes: forces a re-embed
 
 
 @dataclass(frozen=True)
