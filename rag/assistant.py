@@ -26,6 +26,7 @@ from rag.errors import RagError
 from rag.evaluate import numbers
 from rag.evidence import Evidence, SentenceIndex
 from rag.generate import GenerationStats, Generator
+from rag.gloss import gloss
 from rag.prompt import (
     COMPARE_SYSTEM,
     NOT_STATED,
@@ -169,6 +170,7 @@ class Assistant:
             events = self._find(route, t0)
         else:
             events = self._answer(route, stop, t0)
+        events = self._glossed(events)
         if q.language != "en" and route.reason != "empty":
             events = self.translator.stream(events, q.language, stop)
         for ev in events:
@@ -176,6 +178,12 @@ class Assistant:
                 ev = Final(replace(ev.answer, intent=route.intent, language=q.language,
                                    seconds=time.perf_counter() - t0))
             yield ev
+
+    def _glossed(self, events: Iterator[Event]) -> Iterator[Event]:
+        """The final answer with the acronyms its cited abstracts define spelled out once
+        (rag/gloss.py), before any translation."""
+        for ev in events:
+            yield Final(gloss(ev.answer, self.retriever.papers)) if isinstance(ev, Final) else ev
 
     def compare_stream(self, left: str, right: str, history: Sequence[Turn] = (),
                        stop: threading.Event | None = None) -> Iterator[Event]:

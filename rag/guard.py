@@ -102,7 +102,11 @@ _GLUE = frozenset("of for and the with via to in on by a an from followed using 
 def expansion(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
     """'BEXA' -> ('Budgeted EXit Actor', start, end): the run of the abstract's words whose
     capitals (or initials) spell the acronym, small glue words allowed between them, as in
-    'Patch-level Inference followed by Adaptive Aggregation' for PIAA."""
+    'Patch-level Inference followed by Adaptive Aggregation' for PIAA. A definition in so
+    many words, "long form (ACRONYM)", comes first."""
+    found = defined(acronym, paper)
+    if found:
+        return found
     core = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym  # LLMs
     target = [c.lower() for c in core if c.isalpha()]
     if len(target) < 2:
@@ -125,12 +129,45 @@ def expansion(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
             need, last, j = need[len(letters):], words[j], j + 1
         if not need and last is not None and words[i].group() != acronym:
             return paper.clean[first.start():last.end()], first.start(), last.end()
-    m = re.search(r"\(\s*" + re.escape(acronym) + r"\s*\)", paper.clean)  # "reverse flow matching (RFM)"
-    if m:
-        before = [w for w in re.finditer(r"[A-Za-z][\w'-]*", paper.clean[:m.start()])][-(len(target) + 3):]
-        for k in range(len(before)):
-            run = [w for w in before[k:] if w.group().lower() not in _GLUE]
-            if before[k].group().lower() not in _GLUE and [w.group()[0].lower() for w in run] == target:
+    return None
+
+
+def _initials(word: str) -> list[list[str]]:
+    """The letters a word may give an acronym: its first letter, the first letter of each
+    hyphenated part ("self-supervised" -> s, s), or its capitals ("EXit" -> e, x)."""
+    parts = [x for x in word.split("-") if x]
+    caps = [c.lower() for c in word if c.isupper()]
+    options = [[word[0].lower()], [x[0].lower() for x in parts]]
+    if len(caps) > 1:
+        options.append(caps)
+    return [list(o) for o in dict.fromkeys(tuple(o) for o in options)]
+
+
+def _spells(words: list[str], target: list[str]) -> bool:
+    """Whether these words, glue words optional, spell `target` with their initials."""
+    if not words:
+        return not target
+    head, rest = words[0], words[1:]
+    if head.lower() in _GLUE and _spells(rest, target):
+        return True
+    return any(o == target[:len(o)] and _spells(rest, target[len(o):])
+               for o in _initials(head))
+
+
+def defined(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
+    """The long form the abstract writes just before "(ACRONYM)", as in "self-supervised
+    learning (SSL)" or "Multi-modal Large Language Models (MLLMs)"."""
+    core = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
+    target = [c.lower() for c in core if c.isalpha()]
+    if len(target) < 2:
+        return None
+    for m in re.finditer(r"\(\s*" + re.escape(core) + r"s?\s*[),;]", paper.clean):
+        before = list(re.finditer(r"[A-Za-z][\w'-]*", paper.clean[:m.start()]))[-(len(target) + 3):]
+        if before and paper.clean[before[-1].end():m.start()].strip():
+            continue  # something other than space between the words and "("
+        for k in range(len(before) - 1, -1, -1):
+            run = [w.group() for w in before[k:]]
+            if run[0].lower() not in _GLUE and _spells(run, target):
                 return paper.clean[before[k].start():before[-1].end()], before[k].start(), \
                     before[-1].end()
     return None
