@@ -23,6 +23,7 @@ from rag.config import Settings
 from rag.corpus import Corpus, load_corpus
 from rag.embed import Embedder
 from rag.errors import InputError
+from rag.retrieve import write_index_cache
 from rag.store import Store
 from rag.types import Chunk, Paper
 
@@ -146,6 +147,7 @@ def ingest(settings: Settings, store: Store, embedder: Embedder, seeds: Path | N
         atlas_s = _atlas(settings, store, list(papers.values()))
         if on_progress:
             on_progress("map", 1.0)
+    write_index_cache(store)  # the app's next start loads the keyword side instead of rebuilding
     report = IngestReport(
         papers=len(papers), added=len(added_ids), updated=len(todo) - len(added_ids),
         removed=len(gone), unchanged=len(papers) - len(todo), chunks_embedded=len(pending),

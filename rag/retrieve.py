@@ -1,18 +1,28 @@
 """Hybrid search: dense (Chroma, cosine) + keyword (BM25 via bm25s), fused by reciprocal rank.
 
 Exact names and numbers ("SVOO", "1.93") are found by the keyword side, paraphrases by the
-dense side. The BM25 index is built in memory from the store's own documents, so an
-embedded index and a Chroma server behave the same.
+dense side. The keyword side (chunks, paper registry, BM25, name index) is derived from the
+store's own documents, so an embedded index and a Chroma server behave the same. Deriving it
+means reading every chunk back (~4 min at 100k papers against a server), so it is saved
+beside the collection (`IndexCache`, written by ingest and by any rebuild) under the
+collection's write stamp, and loaded at start while that stamp still matches.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import os
 import re
+import shutil
+import tempfile
 import threading
+import time
+import uuid
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,7 +30,7 @@ import numpy as np
 from rag.config import RetrieveSettings
 from rag.embed import Embedder
 from rag.errors import InputError
-from rag.store import Store
+from rag.store import IndexVersion, Store
 from rag.types import Chunk, Hit, Paper
 
 log = logging.getLogger(__name__)
@@ -137,21 +147,11 @@ class Retriever:
         self._rows: dict[str, list[int]] = {}  # paper id -> its chunks' rows in the BM25 index
 
     def refresh(self) -> None:
-        import bm25s
-
-        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it forces DEBUG on import
-
+        """Load the keyword side: from the cache when it matches the collection's current
+        version, else rebuilt from the collection (and the cache written again)."""
         with self._lock:
-            chunks, listed = self.store.chunks_and_papers()  # one pass over the collection
-            papers = {p.id: p for p in listed}
-            bm25 = bm25s.BM25()
-            if chunks:  # token ids as they come (a token string per word would be ~1 GB at 100k)
-                vocab: dict[str, int] = {}
-                ids = [[vocab.setdefault(t, len(vocab)) for t in tokenize(
-                    f"{papers[c.paper_id].label if c.paper_id in papers else ''} {c.text}")
-                    or ["_"]] for c in chunks]
-                bm25.index((ids, vocab), show_progress=False)
-                del ids
+            lex = load_or_build(self.store)
+            chunks, papers = lex.chunks, lex.papers
             rows: dict[str, list[int]] = defaultdict(list)
             for i, c in enumerate(chunks):
                 rows[c.paper_id].append(i)
@@ -159,14 +159,13 @@ class Retriever:
             for p in papers.values():
                 for num in _DECIMAL.findall(p.clean):
                     numbers[num].add(p.id)
-            names = name_index(list(papers.values()))
             by_run: dict[str, list[str]] = defaultdict(list)
-            for n in names:
+            for n in lex.names:
                 by_run[_first_run(n)].append(n)
-            self._chunks, self._papers, self._bm25 = chunks, papers, bm25
+            self._chunks, self._papers, self._bm25 = chunks, papers, lex.bm25
             self._wholes = {c.paper_id: c for c in chunks if c.ordinal == 0}
             self._rows, self._numbers = dict(rows), dict(numbers)
-            self._names, self._names_by_run = names, dict(by_run)
+            self._names, self._names_by_run = lex.names, dict(by_run)
             self._loaded = True
             log.info("retriever loaded %d chunks of %d papers", len(chunks), len(papers))
 
@@ -281,3 +280,200 @@ class Retriever:
         """Cosine similarity of the closest chunk: the off-topic signal."""
         d = self.dense(query, 1)
         return d[0].score if d else 0.0
+
+
+# ---- the keyword side, and its cache --------------------------------------------------
+
+@dataclass
+class Lexical:
+    """What the keyword side derives from the collection; rows of `bm25` are `chunks`."""
+
+    chunks: list[Chunk]
+    papers: dict[str, Paper]
+    bm25: Any  # bm25s.BM25
+    names: dict[str, str]  # see name_index
+
+
+def build_lexical(chunks: list[Chunk], listed: list[Paper]) -> Lexical:
+    """Tokenise, index BM25 and find the distinctive names (the minutes of a cold start)."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it forces DEBUG on import
+    papers = {p.id: p for p in listed}
+    bm25 = bm25s.BM25()
+    if chunks:  # token ids as they come (a token string per word would be ~1 GB at 100k)
+        vocab: dict[str, int] = {}
+        ids = [[vocab.setdefault(t, len(vocab)) for t in tokenize(
+            f"{papers[c.paper_id].label if c.paper_id in papers else ''} {c.text}")
+            or ["_"]] for c in chunks]
+        bm25.index((ids, vocab), show_progress=False)
+        del ids
+    return Lexical(chunks, papers, bm25, name_index(listed))
+
+
+_PAPER_FIELDS = tuple(f.name for f in fields(Paper) if f.name != "clean")
+
+
+class IndexCache:
+    """`Lexical` saved in a folder beside the collection (Store.cache_dir):
+
+        current.json    {format, collection, stamp, count, chunks, papers, dir}
+        v-<id>/bm25/    bm25s's own save format (memory-mapped on load)
+        v-<id>/chunks.jsonl, papers.jsonl, names.json
+
+    A version folder is written under a temporary name and renamed when complete; then
+    current.json is replaced atomically (temp file + os.replace), so a reader sees the old
+    cache or the new one, never half of one. It is valid only for the collection version
+    it names (id, write stamp, count); anything else (missing, stale, unreadable,
+    inconsistent) is a miss, logged, and the caller rebuilds."""
+
+    FORMAT = 1
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.pointer = folder / "current.json"
+
+    def _current(self, version: IndexVersion) -> dict[str, Any] | None:
+        """The pointer when it names `version`, else None (logged with the reason)."""
+        if not self.pointer.exists():
+            log.info("no index cache at %s: building it from the collection", self.folder)
+            return None
+        ptr = json.loads(self.pointer.read_text(encoding="utf-8"))
+        want = {"format": self.FORMAT, "collection": version.collection,
+                "stamp": version.stamp, "count": version.count}
+        diff = {k: (ptr.get(k), v) for k, v in want.items() if ptr.get(k) != v}
+        if diff:
+            log.info("index cache at %s is stale (%s): rebuilding it from the collection",
+                     self.folder, ", ".join(f"{k} {a!r} != {b!r}" for k, (a, b) in diff.items()))
+            return None
+        return dict(ptr)
+
+    def is_current(self, version: IndexVersion) -> bool:
+        try:
+            return self._current(version) is not None
+        except Exception:
+            return False
+
+    def load(self, version: IndexVersion) -> Lexical | None:
+        """The cached keyword side for `version`, or None (logged) when there is none."""
+        import bm25s
+
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
+        try:
+            ptr = self._current(version)
+            if ptr is None:
+                return None
+            d = self.folder / str(ptr["dir"])
+            chunks: list[Chunk] = []
+            with open(d / "chunks.jsonl", encoding="utf-8") as f:
+                for line in f:
+                    cid, pid, ordinal, start, end, text = json.loads(line)
+                    chunks.append(Chunk(cid, pid, int(ordinal), text, int(start), int(end)))
+            wholes = {c.paper_id: c.text for c in chunks if c.ordinal == 0}
+            papers: dict[str, Paper] = {}
+            with open(d / "papers.jsonl", encoding="utf-8") as f:
+                for line in f:
+                    row = dict(zip(_PAPER_FIELDS, json.loads(line), strict=True))
+                    row["links"] = tuple(row["links"])
+                    papers[row["id"]] = Paper(**row, clean=wholes[row["id"]])
+            names = json.loads((d / "names.json").read_text(encoding="utf-8"))
+            if chunks:
+                bm25 = bm25s.BM25.load(d / "bm25", mmap=True, show_progress=False)
+                rows = int(bm25.scores.get("num_docs", -1))
+            else:  # an empty collection: nothing was indexed, nothing saved
+                bm25, rows = bm25s.BM25(), 0
+            counts = (len(chunks), len(papers), rows)
+            if counts != (ptr["chunks"], ptr["papers"], ptr["chunks"]) \
+                    or len(chunks) != version.count or not isinstance(names, dict):
+                raise ValueError(f"chunks, papers and BM25 rows {counts} do not match "
+                                 f"{ptr['chunks']} chunks, {ptr['papers']} papers")
+            return Lexical(chunks, dict(sorted(papers.items())), bm25, names)
+        except Exception as e:
+            detail = " ".join(str(e).split())[:200] or type(e).__name__
+            log.warning("index cache at %s is unreadable (%s: %s): rebuilding it from the "
+                        "collection", self.folder, type(e).__name__, detail)
+            return None
+
+    def save(self, lex: Lexical, version: IndexVersion) -> None:
+        """Write `lex` as the cache of `version` (the version read before reading its rows)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=self.folder))
+        try:
+            if lex.chunks:
+                lex.bm25.save(tmp / "bm25", show_progress=False)
+            with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as f:
+                for c in lex.chunks:
+                    f.write(json.dumps([c.id, c.paper_id, c.ordinal, c.start, c.end, c.text],
+                                       ensure_ascii=False) + "\n")
+            with open(tmp / "papers.jsonl", "w", encoding="utf-8") as f:
+                for p in lex.papers.values():
+                    f.write(json.dumps([getattr(p, k) for k in _PAPER_FIELDS],
+                                       ensure_ascii=False) + "\n")
+            (tmp / "names.json").write_text(json.dumps(lex.names, ensure_ascii=False),
+                                            encoding="utf-8")
+            final = self.folder / f"v-{uuid.uuid4().hex[:12]}"
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        ptr = {"format": self.FORMAT, "collection": version.collection, "stamp": version.stamp,
+               "count": version.count, "chunks": len(lex.chunks), "papers": len(lex.papers),
+               "dir": final.name, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        part = self.pointer.with_name(f".current-{uuid.uuid4().hex[:8]}.json")
+        part.write_text(json.dumps(ptr, indent=1), encoding="utf-8")
+        os.replace(part, self.pointer)
+        self._clean(keep=final.name)
+
+    def _clean(self, keep: str) -> None:
+        """Remove older versions; another process's unfinished tmp-* only once it is an hour
+        old (a folder still being written is never taken from under its writer)."""
+        now = time.time()
+        for d in self.folder.iterdir():
+            try:
+                old = d.name.startswith("v-") and d.name != keep
+                stuck = d.name.startswith(("tmp-", ".current-")) and now - d.stat().st_mtime > 3600
+                if old or stuck:
+                    shutil.rmtree(d) if d.is_dir() else d.unlink()
+            except OSError:
+                pass
+
+
+def load_or_build(store: Store) -> Lexical:
+    """The keyword side of `store`: its cache when current, else rebuilt and cached again."""
+    version = store.version()  # before reading rows: a write meanwhile makes it stale
+    cache = IndexCache(store.cache_dir)
+    t0 = time.perf_counter()
+    lex = cache.load(version)
+    if lex is not None:
+        log.info("keyword index loaded from %s (%d chunks, %.1f s)", cache.folder,
+                 len(lex.chunks), time.perf_counter() - t0)
+        return lex
+    return _rebuild(store, cache, version)
+
+
+def write_index_cache(store: Store) -> bool:
+    """Bring the cache in line with the collection (ingest calls it last, so the app's next
+    start loads instead of rebuilding); True when it was rebuilt."""
+    version = store.version()
+    cache = IndexCache(store.cache_dir)
+    if cache.is_current(version):
+        return False
+    _rebuild(store, cache, version)
+    return True
+
+
+def _rebuild(store: Store, cache: IndexCache, version: IndexVersion) -> Lexical:
+    """Read every chunk, derive the keyword side, save it. A cache that cannot be written
+    is logged, not raised: search works, and the next start rebuilds again."""
+    t0 = time.perf_counter()
+    lex = build_lexical(*store.chunks_and_papers())
+    t1 = time.perf_counter()
+    try:
+        cache.save(lex, version)
+        log.info("keyword index rebuilt from the collection (%d chunks, %.1f s) and cached "
+                 "in %s (%.1f s)", len(lex.chunks), t1 - t0, cache.folder,
+                 time.perf_counter() - t1)
+    except Exception as e:
+        log.warning("cannot write the index cache at %s (%s); the next start rebuilds it "
+                    "again", cache.folder, " ".join(str(e).split())[:200] or type(e).__name__)
+    return lex

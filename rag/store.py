@@ -3,11 +3,17 @@
 Each chunk's metadata carries what is needed to rebuild its Chunk and Paper without a
 second lookup, plus `paper_hash`, which is what makes ingest incremental: the collection
 itself is the manifest, so there is nothing to fall out of step with it.
+
+Every write through this module also changes a stamp in the collection's metadata
+(`version()`), so what was derived from the collection (the retriever's cache, see
+rag/retrieve.py) can tell cheaply whether it still matches.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +28,22 @@ from rag.types import Chunk, Paper
 
 log = logging.getLogger(__name__)
 
+_STAMP = "rag_write_stamp"  # collection metadata key: a fresh value after every write
+
 
 @dataclass(frozen=True)
 class StoredChunk:
     chunk: Chunk
     paper_hash: str
+
+
+@dataclass(frozen=True)
+class IndexVersion:
+    """What identifies one state of the collection, read without reading its rows."""
+
+    collection: str  # the collection's id: a deleted and re-created collection is another
+    stamp: str  # changed by every write through Store (before and after it)
+    count: int  # chunks; also catches adds and deletes by writers that bypass Store
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,10 @@ class Store:
 
         chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
         self.settings = settings
+        # where state derived from this collection is kept (the retriever's cache); a
+        # server's collection gets its own folder per URL
+        where = f"-{hashlib.sha256(settings.url.encode()).hexdigest()[:8]}" if settings.url else ""
+        self.cache_dir = data_dir / "index-cache" / f"{settings.collection}{where}"
         try:
             if settings.url:
                 u = urlparse(settings.url)
@@ -80,30 +101,50 @@ class Store:
             return
         metas = [_meta(c, papers[c.paper_id], paper_hashes[c.paper_id]) for c in chunks]
         try:
+            self._stamp()
             self.collection.upsert(ids=[c.id for c in chunks], embeddings=vectors.tolist(),
                                    documents=[c.text for c in chunks], metadatas=metas)
+            self._stamp()
         except Exception as e:
             raise self._write_error(e) from None
 
     def set_titles(self, titles: Mapping[str, tuple[str, bool]]) -> None:
         """Write (title, generated) into each paper's whole-abstract chunk; no re-embedding."""
         ids = sorted(titles)
+        if not ids:
+            return
         try:
+            self._stamp()
             for i in range(0, len(ids), 500):
                 part = ids[i: i + 500]
                 self.collection.update(
                     ids=[f"{pid}#0" for pid in part],
                     metadatas=[{"title": titles[pid][0], "title_generated": titles[pid][1]}
                                for pid in part])
+            self._stamp()
         except Exception as e:
             raise self._write_error(e) from None
 
     def delete(self, chunk_ids: list[str]) -> None:
+        if not chunk_ids:
+            return
         try:
+            self._stamp()
             for i in range(0, len(chunk_ids), 500):
                 self.collection.delete(ids=chunk_ids[i: i + 500])
+            self._stamp()
         except Exception as e:
             raise self._write_error(e) from None
+
+    def _stamp(self) -> str:
+        """Give the collection a fresh write stamp (one small request, ~5 ms). Writes stamp
+        before and after: a reader that read the stamp before or during a write never sees
+        its stamp again, so what it derived is stale, not wrong."""
+        stamp = uuid.uuid4().hex
+        meta = dict(self.client.get_collection(self.settings.collection).metadata or {})
+        meta[_STAMP] = stamp
+        self.collection.modify(metadata=meta)
+        return stamp
 
     def _write_error(self, e: Exception) -> StoreError:
         detail = " ".join(str(e).split()) or type(e).__name__
@@ -123,6 +164,23 @@ class Store:
                                  f"{self.settings.url} does not answer ({detail[:200]}); "
                                  "ask again once it is back") from None
             raise
+
+    def version(self) -> IndexVersion:
+        """The collection's id, write stamp and count, without reading its rows. Read it
+        before reading the rows: a write in between makes it stale, never wrong. A collection
+        written before stamps existed gets one here."""
+        try:
+            col = self.client.get_collection(self.settings.collection)  # fresh metadata
+            stamp = str((col.metadata or {}).get(_STAMP) or "")
+            if not stamp:
+                stamp = self._stamp()
+            return IndexVersion(str(col.id), stamp, self.count())
+        except StoreError:
+            raise
+        except Exception as e:
+            detail = " ".join(str(e).split()) or type(e).__name__
+            raise StoreError(f"cannot read the Chroma index at {self.where}: {detail[:200]}"
+                             ) from None
 
     def manifest(self) -> list[StoredChunk]:
         """Every stored chunk with its paper hash (no embeddings)."""
