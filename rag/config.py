@@ -90,6 +90,13 @@ class GenerateSettings(BaseModel):
     llamacpp_build: Literal["auto", "prebuilt", "native"] = "auto"  # auto: `make native`'s if it passed
     draft_preset: str = ""  # llama.cpp speculative decoding: a smaller preset drafting for this one
     draft_tokens: int = Field(8, gt=0)
+    # llama.cpp n-gram speculation (prompt lookup, no draft model): when the last `ngram_size`
+    # tokens occurred earlier in the prompt or answer, the up to `ngram_draft_tokens` tokens that
+    # followed them are verified in one batch (greedy: the text is unchanged). 0: off;
+    # None: the preset's measured choice (rag/models.py PRESETS, bench/speculative.py)
+    ngram_draft_tokens: int | None = Field(None, ge=0)
+    ngram_size: int = Field(3, gt=0)
+    ngram_kind: Literal["simple", "map_k"] = "simple"  # llama.cpp's ngram_simple / ngram_map_k
     openai_url: str = ""  # an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1
     openai_model: str = ""  # empty: the first model the server lists
     openai_api_key: str = ""

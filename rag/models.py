@@ -48,6 +48,8 @@ class Preset:
     version: str  # every part package is pinned to this version
     sha256: str  # of the assembled GGUF file
     prompt_lookup_num_tokens: int = 0  # measured best on bench/ (0: prompt lookup is slower)
+    # llama.cpp's n-gram speculation (generate.ngram_draft_tokens): 0 off (bench/speculative.py)
+    llamacpp_ngram_tokens: int = 0
 
 
 PRESETS: dict[str, Preset] = {

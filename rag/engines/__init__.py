@@ -18,9 +18,13 @@ def make_engine(settings: Settings, name: str) -> Engine:
         return TransformersEngine(settings)
     if name == "llama.cpp":
         from rag.engines.llamacpp import LlamaCppEngine
-        from rag.models import resolve_gguf
+        from rag.models import PRESETS, resolve_gguf
 
         gen = settings.generate
+        if gen.ngram_draft_tokens is None:  # the preset's measured choice (bench/speculative.py)
+            preset = PRESETS.get(gen.preset)
+            gen = gen.model_copy(update={"ngram_draft_tokens": preset.llamacpp_ngram_tokens
+                                         if preset else 0})
         draft = None
         if gen.draft_preset:
             draft_settings = settings.model_copy(update={"generate": gen.model_copy(

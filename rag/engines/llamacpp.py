@@ -140,12 +140,37 @@ def server_params(xlc: Any, gguf: Path, gen: GenerateSettings, parallel: int, po
     p.ui = False  # no web UI on the listener
     p.n_threads_http = 2
     p.verbosity = 0 if log.isEnabledFor(logging.DEBUG) else -1
+    types = []
+    ngram = gen.ngram_draft_tokens or 0  # None (the preset's choice) is resolved by make_engine
+    if ngram > 0:  # n-gram speculation: llama.cpp tries it before a draft model
+        kind = xlc.common_speculative_type
+        types.append(kind.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE if gen.ngram_kind == "simple"
+                     else kind.COMMON_SPECULATIVE_TYPE_NGRAM_MAP_K)
+        m = p.speculative.ngram_simple if gen.ngram_kind == "simple" else p.speculative.ngram_map_k
+        m.size_n = gen.ngram_size
+        m.size_m = ngram
+        m.min_hits = 1
     if draft is not None:
+        # the draft model is used only when its type is listed: the path alone loads it and
+        # leaves it idle (llama.cpp's CLI infers the type; its in-process API does not)
+        types.append(xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE)
         p.speculative.draft.mparams.path = str(draft)
         p.speculative.draft.n_max = gen.draft_tokens
         p.speculative.draft.cpuparams.n_threads = gen.threads
         p.speculative.draft.cpuparams_batch.n_threads = gen.threads
+    if types:
+        p.speculative.types = types
     return p
+
+
+def speculation(gen: GenerateSettings, draft: bool) -> str:
+    """What the engine speculates with, for its log line: "", "n-gram simple (3 -> 8)", ..."""
+    parts = []
+    if gen.ngram_draft_tokens:
+        parts.append(f"n-gram {gen.ngram_kind} ({gen.ngram_size} -> {gen.ngram_draft_tokens})")
+    if draft:
+        parts.append(f"draft {gen.draft_preset} ({gen.draft_tokens})")
+    return ", ".join(parts)
 
 
 class LlamaCppEngine:
@@ -161,6 +186,7 @@ class LlamaCppEngine:
         self._key = secrets.token_urlsafe(24)
         self._lock = threading.Lock()
         self.version = ""
+        self.speculation = ""  # set at load: see `speculation`
         self.build = build_label(gen.llamacpp_build).rsplit(" ", 1)[0]
         self.name = f"llama.cpp ({self.build})"
 
@@ -190,9 +216,10 @@ class LlamaCppEngine:
                              "to re-check the file, or set generate.engine = \"transformers\"") from e
         self._url = str(server.listening_address).rstrip("/")
         self._server = server
-        log.info("llama.cpp (%s %s) loaded %s in %.1f s: %d slots, %d threads", self.build,
+        self.speculation = speculation(self._gen, draft is not None)
+        log.info("llama.cpp (%s %s) loaded %s in %.1f s: %d slots, %d threads%s", self.build,
                  self.version, gguf.name, time.perf_counter() - started, self.parallel,
-                 self._gen.threads)
+                 self._gen.threads, f", speculative: {self.speculation}" if self.speculation else "")
 
     def close(self) -> None:
         with self._lock:
