@@ -443,9 +443,11 @@ class Assistant:
         ranked = self.sentences.rank(paper, _without(q, paper.label))
         picks: list[Evidence] = []
         a = self.settings.answer
-        if guard.asked(q, (paper.label,)).kind == "number":
-            picks = [e for e in ranked if numbers(paper.clean[e.start:e.end])
-                     and e.score >= a.rescue_number][:1]
+        want = guard.asked(q, (paper.label,))
+        if want.kind == "number":  # a multi-digit number, or any quantity next to the head noun
+            said = [paper.clean[e.start:e.end] for e in ranked]
+            picks = [e for e, x in zip(ranked, said, strict=True) if e.score >= a.rescue_number
+                     and (numbers(x) or guard.quantity_near(x, want.head))][:1]
         elif not number_only and (ranked[0].score >= a.rescue or extract.is_definition(q)):
             picks = ranked[:1]
         if not picks:
@@ -471,11 +473,11 @@ class Assistant:
             return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                           abstained=False, sentences=sentences, closest=closest,
                           notice=notice)
-        first = plain.split(".")[0]
-        if not plain or _NOT_STATED.search(first) or NOT_STATED.lower() in plain.lower():
+        if _declined(plain):
             # also a bare marker about a named paper: the model pointed instead of answering
-            rescued = self._rescue(q, target or (closest[0] if closest else None), papers, hits,
-                                   closest, notice)
+            about = target or (closest[0] if closest else None)
+            rescued = self._rescue(q, about, papers, hits, closest, notice) or \
+                self._second_look(q, about, papers, hits, closest, notice)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "not-stated" if target else "unsupported",
                                                first=target)
@@ -486,7 +488,7 @@ class Assistant:
                                    closest, notice)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "unsupported")
-        if guard.asked(q).kind == "number" and not numbers(strip_markers(text)):
+        if guard.asked(q).kind == "number" and not guard.states_quantity(strip_markers(text)):
             cited = target or (citations[0].paper_id if citations else None)
             rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)
             if rescued is not None:  # the asked number, quoted, instead of a vague answer
@@ -496,6 +498,35 @@ class Assistant:
                                         "not-stated", first=target)
         return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                       abstained=False, sentences=sentences, closest=closest, notice=notice)
+
+    def _second_look(self, q: str, target: str | None, papers: dict[str, Paper],
+                     hits: list[Hit], closest: tuple[str, ...], notice: str) -> Answer | None:
+        """The model asked again, over only the paper's `answer.second_look` sentences that
+        match the question best: a small model that missed a fact in five passages often
+        finds it in three sentences. Kept only when it answers and the abstract backs it."""
+        a = self.settings.answer
+        if target is None or target not in papers or a.second_look <= 0:
+            return None
+        paper = papers[target]
+        best = self.sentences.rank(paper, _without(q, paper.label))[:a.second_look]
+        spans = tuple(sorted((e.start, e.end) for e in best))
+        passage = Passage(1, paper.id, paper.label,
+                          " ".join(paper.clean[s:e] for s, e in spans), spans)
+        raw = ""
+        for _piece, raw, _stats in self.generate(
+                self.generator.format_chat(SYSTEM, user_message(q, [passage])), None):
+            pass
+        if _declined(strip_markers(raw).strip()):
+            return None
+        text, citations, sentences = attach(raw, [passage], papers, self.sentences,
+                                            a.support_threshold, a.unsupported == "drop")
+        if not any(x.supported for x in sentences) or (
+                guard.asked(q).kind == "number" and not guard.states_quantity(
+                    strip_markers(text))):
+            return None
+        return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
+                      abstained=False, sentences=sentences, closest=closest, notice=notice,
+                      reason="second-look")
 
     def _not_stated(self, q: str, passages: list[Passage], papers: dict[str, Paper],
                     hits: list[Hit], closest: tuple[str, ...], notice: str,
@@ -520,6 +551,12 @@ def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> A
     first = stats.first_token_seconds
     return replace(answer, first_token_seconds=None if first is None else t_gen - t0 + first,
                    prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+
+
+def _declined(plain: str) -> bool:
+    """Whether the model's plain text says the passages do not answer (or says nothing)."""
+    return not plain or bool(_NOT_STATED.search(plain.split(".")[0])) or \
+        NOT_STATED.lower() in plain.lower()
 
 
 def _only_names(text: str, papers: list[Paper]) -> bool:

@@ -37,6 +37,35 @@ reports get gets give gives train trained propose proposed introduce introduced 
 evaluated run""".split())
 
 
+# heads that name no detail of their own ("which value", "what result"): nothing to look for
+_GENERIC = frozenset("""value values result results thing things aspect aspects part parts
+number amount way ways kind""".split())
+_QUANTITY_WORD = re.compile(
+    r"\d\s*(?:%|x\b|×)|\d+(?:\.\d+)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|"
+    r"twelve|dozens?|hundreds?|thousands?|millions?|billions?|half|double|twice|thrice|"
+    r"\w+fold)\b", re.IGNORECASE)
+
+
+def states_quantity(text: str) -> bool:
+    """Whether `text` states a quantity: any digit ("1%", "3x", "2B") or a number word
+    ("three or more", "twice"). A number question's answer must."""
+    return bool(_QUANTITY_WORD.search(re.sub(r"\[\d+\]|\b\d{3}-\d{2}\b", " ", text)))
+
+
+def quantity_near(text: str, head: str, window: int = 4) -> bool:
+    """Whether `text` states a quantity within `window` words of the asked head noun ("1%
+    accuracy drop" for "how much accuracy", "three or more outcomes" for "how many outcomes"),
+    so that a number word elsewhere ("three pillars") does not answer "how many papers"."""
+    if not head:
+        return False
+    stem = _stem(head.split()[-1])
+    stem = stem[:max(4, len(stem) - 1)]
+    words = re.findall(r"[^\s]+", re.sub(r"\[\d+\]", " ", text))
+    at_head = [i for i, w in enumerate(words) if w.lower().lstrip("(\"'").startswith(stem)]
+    at_qty = [i for i, w in enumerate(words) if _QUANTITY_WORD.search(w)]
+    return any(abs(i - j) <= window for i in at_head for j in at_qty)
+
+
 # "how much faster": the word after the wh-word is no noun, so there is no head to look for
 _COMPARATIVES = frozenset("""faster slower better worse larger smaller bigger higher lower fewer
 more less greater quicker cheaper longer shorter stronger weaker accurate efficient""".split())
@@ -61,8 +90,8 @@ def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
             if not head and low in _SKIP:
                 continue
             if low in _STOP or low in skip or low in _COMPARATIVES or \
-                    not re.fullmatch(r"[a-z][a-z-]*", low):
-                break
+                    not re.fullmatch(r"[a-z][a-z-]*", low) or (head and low.endswith("ed")):
+                break  # a verb ends the noun phrase: "factors | turned out to matter"
             head.append(low)
             if len(head) == 3:
                 break
@@ -89,7 +118,8 @@ def missing_detail(question: str, paper: Paper, similarity: float, threshold: fl
     noun occurs nowhere in the abstract and no sentence is semantically close to the
     question (`similarity`, the best cosine, below `threshold`)."""
     a = asked(question, (paper.label,))
-    if a.kind == "expansion" or not a.head or a.head in ("paper", "papers") or mentions(paper, a.head):
+    if a.kind == "expansion" or not a.head or a.head in ("paper", "papers") or \
+            a.head.split()[-1] in _GENERIC or mentions(paper, a.head):
         return None
     if a.kind == "number" and _QUANTITY.search(a.head.split()[-1]):
         return None  # "which improvement": abstracts state results in other words (speedup, x)

@@ -48,10 +48,13 @@ def anchors(text: str) -> set[str]:
     return {m.group().lower() for m in _CODED.finditer(text)} | numbers(text)
 
 
-def lost(english: str, translated: str) -> set[str]:
-    """Anchors of the English line missing from its translation."""
+def lost(english: str, translated: str, names: frozenset[str] = frozenset()) -> set[str]:
+    """Anchors of the English line missing from its translation; `names` (the cited papers'
+    one-word names: Self-RedTeam, Bi-NAC, VIA-SD) count as anchors where the line has them."""
     have = translated.lower().replace(" ", "")
-    return {a for a in anchors(english) if a.replace(" ", "") not in have}
+    low = english.lower()
+    wanted = anchors(english) | {n.lower() for n in names if n.lower() in low}
+    return {a for a in wanted if a.replace(" ", "") not in have}
 
 
 class Translator:
@@ -89,10 +92,11 @@ class Translator:
         if len(translated) != len(wanted):  # the model merged or split lines: one at a time
             translated = [self.from_english(bodies[i], lang) for i in wanted]
         kept = 0
+        names = frozenset(c.label for c in answer.citations if c.label and " " not in c.label)
         for j, i in enumerate(wanted):  # a line that lost a name or number: once more alone,
-            if lost(bodies[i], translated[j]):  # then the verified English line itself
+            if lost(bodies[i], translated[j], names):  # then the verified English line itself
                 again = self.from_english(bodies[i], lang)
-                translated[j] = bodies[i] if lost(bodies[i], again) else again
+                translated[j] = bodies[i] if lost(bodies[i], again, names) else again
                 kept += translated[j] == bodies[i]
         if kept:
             answer = replace(answer, notice=(answer.notice + " " if answer.notice else "")

@@ -133,6 +133,27 @@ def test_details_the_abstract_never_mentions(papers, pid, question, head):
     assert missing_detail(question, papers[pid], similarity=0.9, threshold=0.45) is None
 
 
+@pytest.mark.parametrize("pid,question", [
+    # the head noun phrase ends at a verb: "tasks" is looked for, not "benefited"
+    ("003-17", "Which tasks benefited from DeltaStack?"),
+    # a head that names no detail of its own ("which value") is never "missing"
+    ("003-12", "Which value does PRISM bring the attack success down to?"),
+])
+def test_heads_that_are_no_detail_do_not_decline(papers, pid, question):
+    assert asked(question, (papers[pid].label,)).head in ("tasks", "value")
+    assert missing_detail(question, papers[pid], similarity=0.1, threshold=0.45) is None
+
+
+@pytest.mark.parametrize("text,stated", [
+    ("less than a 1% drop", True), ("with three or more outcomes", True), ("a 2B model", True),
+    ("tenfold fewer calls", True), ("see [1], paper 000-12", False), ("it is robust", False),
+])
+def test_a_number_answer_must_state_a_quantity(text, stated):
+    from rag.guard import states_quantity
+
+    assert states_quantity(text) is stated
+
+
 def test_acronym_expansion_is_read_from_the_abstract(papers):
     long_form, start, end = expansion("BEXA", papers["003-01"])
     assert long_form == "Budgeted EXit Actor"
@@ -171,3 +192,13 @@ def papers():
     from rag.corpus import load_corpus
 
     return load_corpus(ROOT / "seeds").by_id()
+
+
+def test_a_quantity_answers_how_many_only_next_to_what_was_asked():
+    from rag.guard import quantity_near
+
+    assert quantity_near("less than a 1% accuracy drop on all tasks", "accuracy")
+    assert quantity_near("possible with three or more outcomes", "outcomes")
+    # "three pillars" is no count of papers
+    assert not quantity_near("It rests on three pillars: a peer-review dataset of papers "
+                             "from many domains", "papers")

@@ -17,3 +17,16 @@ def test_a_translation_that_drops_a_number_or_name_is_caught():
     assert lost(en, "SVOOはWan2.1でPSNR 29 dBを維持します。") == {"1.5"}
     assert lost(en, "SVOO mantiene el PSNR por encima de 29 dB en Wan 2.1.") == {"1.5"}  # spacing ignored
     assert lost("Self-RedTeam uses a zero-sum game.", "Self-RedTeam usa un juego de suma cero.") == set()
+
+
+def test_a_cited_papers_one_word_name_must_survive_whole():
+    """The 0.5B model rendered "Self-RedTeam" as "RedTeam Self-Play": the coined part alone
+    survived. A cited paper's one-word name is an anchor where the English line has it."""
+    en = "Self-RedTeam co-evolves attackers and defenders."
+    es = "RedTeam Self-Play coevoluciona atacantes y defensores."
+    assert lost(en, es) == set()  # the coined-name rule alone misses it
+    assert lost(en, es, frozenset({"Self-RedTeam"})) == {"self-redteam"}
+    assert lost(en, "Self-RedTeam coevoluciona atacantes.", frozenset({"Self-RedTeam"})) == set()
+    # a name the line does not use is not required
+    assert lost("It co-evolves attackers.", "Coevoluciona atacantes.",
+                frozenset({"Bi-NAC"})) == set()

@@ -1,0 +1,30 @@
+"""The second look (Assistant._second_look): when the model declines, it is asked again over
+only the paper's best-matching sentences, on the real model; kept only when the abstract
+backs the answer."""
+
+from __future__ import annotations
+
+from rag.prompt import strip_markers
+
+
+def test_a_fact_the_abstract_states_is_found_in_the_focused_passage(assistant):
+    papers = assistant.retriever.papers
+    q = "On how many datasets was the DefensiveKV selection algorithm evaluated?"
+    answer = assistant._second_look(q, "000-19", papers, [], ("000-19",), "")
+    assert answer is not None and not answer.abstained and answer.reason == "second-look"
+    assert "29" in strip_markers(answer.text), answer.text
+    assert {c.paper_id for c in answer.citations} == {"000-19"}
+    assert all(c.supported for c in answer.citations)
+
+
+def test_nothing_without_a_known_paper(assistant):
+    papers = assistant.retriever.papers
+    assert assistant._second_look("How many datasets?", None, papers, [], (), "") is None
+    assert assistant._second_look("How many datasets?", "999-99", papers, [], (), "") is None
+
+
+def test_a_detail_no_abstract_states_is_still_declined(assistant):
+    """The guard and the second look together: a GPU count DefensiveKV never gives is not
+    answered with another number of its abstract (three LLMs, 29 datasets)."""
+    answer = assistant.ask("How many GPUs were used for the DefensiveKV experiments?")
+    assert answer.abstained, answer.text
