@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def test_ingest_writes_the_cache_and_a_start_loads_it_without_reading_chunks(
 
     # the same answers as a rebuild from the collection
     for d in store.cache_dir.iterdir():
-        (d.unlink() if d.is_file() else __import__("shutil").rmtree(d))
+        shutil.rmtree(d) if d.is_dir() else d.unlink()
     rebuilt = retriever_of(s, embedder)
     rebuilt.refresh()
     assert calls == [1]
@@ -150,7 +151,7 @@ def test_a_damaged_cache_is_rebuilt_with_a_warning(indexed, embedder, monkeypatc
     elif damage == "papers":
         (d / "papers.jsonl").write_text("[1, 2]\n")
     else:
-        __import__("shutil").rmtree(d)
+        shutil.rmtree(d)
     calls = reads(monkeypatch)
     caplog.set_level(logging.INFO, logger="rag.retrieve")
     r = retriever_of(s, embedder)
