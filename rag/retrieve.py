@@ -335,6 +335,9 @@ class IndexCache:
 
     def _current(self, version: IndexVersion) -> dict[str, Any] | None:
         """The pointer when it names `version`, else None (logged with the reason)."""
+        if not version.stamp:
+            log.info("the collection has no write stamp: not using the index cache")
+            return None
         if not self.pointer.exists():
             log.info("no index cache at %s: building it from the collection", self.folder)
             return None
@@ -468,6 +471,8 @@ def _rebuild(store: Store, cache: IndexCache, version: IndexVersion) -> Lexical:
     t0 = time.perf_counter()
     lex = build_lexical(*store.chunks_and_papers())
     t1 = time.perf_counter()
+    if not version.stamp:  # unversioned: a cache could never be told stale
+        return lex
     try:
         cache.save(lex, version)
         log.info("keyword index rebuilt from the collection (%d chunks, %.1f s) and cached "

@@ -173,7 +173,12 @@ class Store:
             col = self.client.get_collection(self.settings.collection)  # fresh metadata
             stamp = str((col.metadata or {}).get(_STAMP) or "")
             if not stamp:
-                stamp = self._stamp()
+                try:
+                    stamp = self._stamp()
+                except Exception as e:  # e.g. a read-only server: "" is never cached
+                    log.warning("cannot stamp the collection at %s (%s); its derived state "
+                                "is rebuilt at every start", self.where,
+                                " ".join(str(e).split())[:200])
             return IndexVersion(str(col.id), stamp, self.count())
         except StoreError:
             raise

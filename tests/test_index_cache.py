@@ -180,3 +180,22 @@ def test_an_unwritable_cache_is_logged_and_search_still_works(indexed, embedder,
     r.refresh()
     assert "cannot write the index cache" in caplog.text
     assert r.search("SSL4RL", k=1)
+
+
+def test_an_unstampable_collection_is_searched_but_never_cached(indexed, embedder, caplog,
+                                                                monkeypatch):
+    s, store = indexed
+
+    def read_only(self):
+        raise PermissionError("the server is read-only")
+
+    col = store.client.get_collection(s.store.collection)
+    col.modify(metadata={"other": 1})  # a collection from before stamps
+    monkeypatch.setattr(Store, "_stamp", read_only)
+    calls = reads(monkeypatch)
+    caplog.set_level(logging.INFO)
+    for _ in range(2):
+        r = retriever_of(s, embedder)
+        r.refresh()
+        assert r.search("BEXA", k=1)
+    assert calls == [1, 1] and "cannot stamp the collection" in caplog.text
