@@ -119,12 +119,27 @@ def compute(settings: Settings, ids: Sequence[str], vectors: np.ndarray,
                      for c in range(k))
     points = tuple(MapPoint(pid, round(float(xy[i, 0]), 4), round(float(xy[i, 1]), 4),
                             int(labels[i])) for i, pid in enumerate(ids))
-    sims = unit @ unit.T
+    return Atlas(points, clusters, _related(unit, ids, settings.atlas.related))
+
+
+def _related(unit: np.ndarray, ids: Sequence[str], k: int, block: int = 512
+             ) -> dict[str, tuple[str, ...]]:
+    """Each paper's k nearest others by cosine (ties by id), a block of rows at a time: the
+    full n x n matrix would be 1.6 GB at 20k papers."""
+    n = len(ids)
     related: dict[str, tuple[str, ...]] = {}
-    for i, pid in enumerate(ids):
-        order = sorted((j for j in range(n) if j != i), key=lambda j: (-sims[i, j], ids[j]))
-        related[pid] = tuple(ids[j] for j in order[:settings.atlas.related])
-    return Atlas(points, clusters, related)
+    take = min(n - 1, k + 8)  # a few spare candidates so ties at the cut sort by id
+    for lo in range(0, n, block):
+        sims = unit[lo:lo + block] @ unit.T
+        for r in range(sims.shape[0]):
+            i = lo + r
+            row = sims[r]
+            row[i] = -np.inf
+            cand = np.argpartition(-row, take - 1)[:take] if 0 < take < n else \
+                np.array([j for j in range(n) if j != i], dtype=int)
+            order = sorted(cand.tolist(), key=lambda j: (-row[j], ids[j]))
+            related[ids[i]] = tuple(ids[j] for j in order[:k] if j != i)
+    return related
 
 
 def _layout(unit: np.ndarray, seed: int, tsne_max: int) -> np.ndarray:
@@ -162,7 +177,9 @@ def _clusters(unit: np.ndarray, settings: Settings) -> np.ndarray:
         labels = KMeans(n_clusters=k, n_init=10, random_state=a.seed).fit_predict(unit)
         if len(set(labels.tolist())) < 2:
             continue
-        score = float(silhouette_score(unit, labels, metric="cosine"))
+        # sampled beyond 2,000 papers: the exact score is quadratic in time and memory
+        score = float(silhouette_score(unit, labels, metric="cosine",
+                                       sample_size=min(n, 2000), random_state=a.seed))
         if best is None or score > best[0] + 1e-9:
             best = (score, labels)
     if best is None:

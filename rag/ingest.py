@@ -187,6 +187,8 @@ def write_missing_titles(settings: Settings, store: Store, generator: Generator)
     before the model has titled every abstract; the labels show until then."""
     papers = {p.id: p for p in store.papers()}
     generated, _ = _titles(settings, store, papers, generator, False, None)
+    if generated:
+        write_index_cache(store)  # the titles changed the collection: the next start loads
     return generated
 
 
