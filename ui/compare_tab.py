@@ -1,4 +1,9 @@
-"""The Compare tab: two paper pickers, the table with per-cell citations, Markdown export."""
+"""The Compare tab: two paper pickers, the table with per-cell citations, Markdown export.
+
+Up to paging.PICKER_LIMIT papers each picker lists every paper. Above it (a large corpus) a
+picker lists the papers whose id, label or title contain what was typed, at most
+paging.SUGGESTIONS of them, recomputed on each key (Dropdown.key_up), and also accepts the typed
+text itself: a name or description, which the comparison resolves as `rag compare` does."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from rag.types import Answer, Comparison, Paper
-from ui import render
+from ui import paging, render
 from ui.session import STOPS, CompareSession, export_comparison, paper_lookup, pump
 
 if TYPE_CHECKING:
@@ -92,6 +97,36 @@ def _export_button(assistant: Assistant, answer: Answer) -> Any:
     return gr.DownloadButton(value=str(path), interactive=True)
 
 
+def large(assistant: Assistant) -> bool:
+    return len(paging.catalog(assistant).papers()) > paging.PICKER_LIMIT
+
+
+def picker_choices(assistant: Assistant) -> Any:
+    """The pickers' update when the papers are (re)loaded: every paper, or the first few and
+    free text for a large corpus."""
+    cat = paging.catalog(assistant)
+    papers = cat.papers()
+    if len(papers) <= paging.PICKER_LIMIT:
+        return gr.Dropdown(choices=render.paper_choices(papers), allow_custom_value=False)
+    return gr.Dropdown(choices=render.paper_choices(cat.suggest("")), allow_custom_value=True)
+
+
+def picked(assistant: Assistant, pid: str) -> Any:
+    """A picker set to paper `pid` (from the Papers tab): with a large corpus its choices are
+    that paper alone, so the picker shows its title and not a bare id."""
+    p = assistant.paper(pid)
+    if p is None or not large(assistant):
+        return gr.Dropdown(value=pid)
+    return gr.Dropdown(choices=render.paper_choices([p]), value=pid)
+
+
+def suggestions(assistant: Assistant, typed: str) -> Any:
+    """A large corpus: the choices matching what was typed. Otherwise nothing changes."""
+    if not large(assistant):
+        return gr.skip()
+    return gr.Dropdown(choices=render.paper_choices(paging.catalog(assistant).suggest(typed)))
+
+
 def build_compare_tab(assistant: Assistant,
                       related: Callable[[Answer], Mapping[str, Sequence[Paper]]] | None = None
                       ) -> dict[str, Any]:
@@ -142,4 +177,11 @@ def build_compare_tab(assistant: Assistant,
         show_progress="full", show_progress_on=[status], api_visibility="private").failure(
         recover, [cs], [status, run, stop], queue=False, api_visibility="private")
     stop.click(stop_now, [cs], [status], queue=False, api_visibility="private")
+
+    def typed(evt: gr.KeyUpData) -> Any:
+        return suggestions(assistant, evt.input_value)
+
+    for box in (left, right):
+        box.key_up(typed, None, box, queue=False, trigger_mode="always_last",
+                   show_progress="hidden", api_visibility="private")
     return {"left": left, "right": right}

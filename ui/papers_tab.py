@@ -1,6 +1,8 @@
-"""The Papers tab: every paper, filterable; ask about one or pick it for a comparison. Each
-paper's card lists its nearest papers; their links (anywhere on the page) open them here, via
-the hidden #open-paper textbox and button that ui/assets.py's script fills and clicks."""
+"""The Papers tab: every paper, filterable, a page of rows at a time (ui/paging.py: only the
+page shown goes to the browser, 100k papers or not); ask about one or pick it for a
+comparison. Each paper's card lists its nearest papers; their links (anywhere on the page) open
+them here, via the hidden #open-paper textbox and button that ui/assets.py's script fills and
+clicks."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import gradio as gr
 
 from rag.errors import RagError
-from ui import render
+from ui import paging, render
+from ui.compare_tab import picked, picker_choices
 
 if TYPE_CHECKING:
     from ui.shared import Shared
@@ -24,6 +27,9 @@ def build_papers_tab(shared: Shared, tabs: gr.Tabs, question_box: gr.Textbox,
         query = gr.Textbox(label="Filter", placeholder="words in the id, name or abstract",
                            scale=4, elem_id="paper-filter")
         count = gr.Markdown("", elem_id="paper-count")
+    with gr.Row():
+        prev = gr.Button("← previous", size="sm", elem_id="paper-prev")
+        nxt = gr.Button("next →", size="sm", elem_id="paper-next")
     table = gr.Dataframe(headers=HEADERS, datatype=["str", "str", "str"], interactive=False,
                          wrap=True, column_widths=["90px", "200px", "auto"], max_height=420,
                          elem_id="papers-table")
@@ -38,21 +44,26 @@ def build_papers_tab(shared: Shared, tabs: gr.Tabs, question_box: gr.Textbox,
         opened = gr.Textbox(elem_id="open-paper", show_label=False, container=False)
         go = gr.Button("open", elem_id="open-paper-go")
 
-    def rows(q: str) -> tuple[Any, str]:
+    catalog = paging.catalog(assistant)
+
+    def rows(q: str, page: int = 1) -> tuple[Any, str]:
+        """Page `page` of the papers matching `q`: only its rows are sent."""
         try:
-            papers = assistant.papers()
+            pg, corpus = catalog.page(q or "", page)
         except RagError as e:
             return [], f"⚠ {e}"
-        found = render.paper_rows(papers, q or "")
-        return found, f"{len(found)} of {len(papers)} papers"
+        return render.paper_rows(pg.rows), paging.count_line(pg, corpus)
+
+    def step(q: str, shown: str, by: int) -> tuple[Any, str]:
+        return rows(q, paging.shown_page(shown) + by)
 
     def load() -> tuple[Any, ...]:
         found, text = rows("")
         try:
-            choices = render.paper_choices(assistant.papers())
+            choices = picker_choices(assistant)
         except RagError:
-            choices = []
-        return found, text, gr.Dropdown(choices=choices), gr.Dropdown(choices=choices)
+            choices = gr.Dropdown(choices=[])
+        return found, text, choices, choices
 
     def show(pid: str) -> tuple[Any, ...]:
         p = assistant.paper(pid) if pid else None
@@ -81,10 +92,15 @@ def build_papers_tab(shared: Shared, tabs: gr.Tabs, question_box: gr.Textbox,
     def pick_for(pid: str) -> tuple[Any, ...]:
         if not pid:
             return gr.skip(), gr.skip()
-        return gr.Tabs(selected="compare"), gr.Dropdown(value=pid)
+        return gr.Tabs(selected="compare"), picked(assistant, pid)
 
     demo.load(load, None, [table, count, left, right], api_visibility="private")
-    query.change(rows, [query], [table, count], queue=False, api_visibility="private")
+    query.change(rows, [query], [table, count], queue=False, trigger_mode="always_last",
+                 api_visibility="private")
+    prev.click(lambda q, shown: step(q, shown, -1), [query, count], [table, count], queue=False,
+               api_visibility="private")
+    nxt.click(lambda q, shown: step(q, shown, 1), [query, count], [table, count], queue=False,
+              api_visibility="private")
     table.select(pick, None, [selected, detail, ask, as_left, as_right], queue=False,
                  api_visibility="private")
     go.click(open_paper, [opened], [tabs, selected, detail, ask, as_left, as_right],
@@ -92,4 +108,4 @@ def build_papers_tab(shared: Shared, tabs: gr.Tabs, question_box: gr.Textbox,
     ask.click(ask_about, [selected], [tabs, question_box], queue=False, api_visibility="private")
     as_left.click(pick_for, [selected], [tabs, left], queue=False, api_visibility="private")
     as_right.click(pick_for, [selected], [tabs, right], queue=False, api_visibility="private")
-    return {"table": table, "count": count, "load": load}
+    return {"table": table, "count": count, "load": load, "prev": prev, "next": nxt}
