@@ -162,9 +162,22 @@ def cmd_eval(args: argparse.Namespace, s: Settings) -> int:
 
 
 def cmd_papers(args: argparse.Namespace, s: Settings) -> int:
+    """`id  label` per paper in id order; --grep keeps the papers whose id, label or title
+    contain TEXT (case-insensitive), then --offset skips and --limit stops, printing as it goes."""
     _, _, retriever = _components(s)
+    grep = (args.grep or "").lower()
+    skip, left = args.offset, args.limit
     for p in sorted(retriever.papers.values(), key=lambda p: p.id):
+        if grep and grep not in f"{p.id} {p.label} {p.title}".lower():
+            continue
+        if skip:
+            skip -= 1
+            continue
         print(f"{p.id}  {p.label}")
+        if left is not None:
+            left -= 1
+            if not left:
+                break
     return 0
 
 
@@ -193,6 +206,17 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -246,6 +270,11 @@ def parser() -> argparse.ArgumentParser:
                     "reported apart)")
     sp.set_defaults(fn=cmd_eval)
     sp = sub.add_parser("papers", help="list the indexed papers")
+    sp.add_argument("--limit", type=positive, metavar="N", help="print at most N papers")
+    sp.add_argument("--offset", type=non_negative, default=0, metavar="N",
+                    help="skip the first N papers (after --grep)")
+    sp.add_argument("--grep", metavar="TEXT", help="only papers whose id, label or title "
+                    "contain TEXT (case-insensitive)")
     sp.set_defaults(fn=cmd_papers)
     sp = sub.add_parser("serve", help="serve the browser chat on 127.0.0.1")
     sp.add_argument("--port", type=port)
