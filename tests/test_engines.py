@@ -157,6 +157,67 @@ def test_parallel_slots_generate_at_the_same_time(llama_assistant):
     assert max(ts[0] for ts in times.values()) < min(ts[-1] for ts in times.values())
 
 
+# --- llama.cpp speculative decoding: lossless under greedy verification -------------------
+
+SPEC_PASSAGE = (
+    "[1] SVOO: Training-free sparse attention for video diffusion transformers. We present SVOO, "
+    "a training-free sparse attention method for video diffusion transformers that prunes "
+    "attention blocks offline and reuses the sparsity pattern online. SVOO achieves up to 1.93x "
+    "end-to-end speedup on HunyuanVideo while preserving generation quality.")
+
+
+def speculate(settings: Settings, **generate: object) -> tuple[str, dict]:
+    """One greedy answer quoting its passage on a fresh llama.cpp engine (0.5B file), with the
+    server's own draft counters of that generation."""
+    import rag.engines.llamacpp as L
+    from rag.engines import make_engine
+    from rag.engines.base import ChatPrompt, GenerationStats, Message
+
+    s = with_generate(settings, engine="llama.cpp", preset="qwen2.5-0.5b", parallel=1, **generate)
+    engine = make_engine(s, "llama.cpp")
+    system = "Answer from the passage only, quoting its words."
+    prompt = ChatPrompt(system, (Message("system", system), Message(
+        "user", f"{SPEC_PASSAGE}\n\nQuestion: What is SVOO and what speedup does it achieve?")))
+    timings: dict = {}
+    account = L.account_chunk
+
+    def keep(chunk, *args):
+        timings.update(chunk.get("timings") or {})
+        return account(chunk, *args)
+
+    L.account_chunk = keep
+    try:
+        stats = GenerationStats()
+        text = "".join(engine.pieces(prompt, 48, lambda: False, stats, time.perf_counter()))
+    finally:
+        L.account_chunk = account
+        engine.close()
+    assert stats.generated_tokens > 10, text
+    return text, {**timings, "speculation": engine.speculation}
+
+
+def test_llamacpp_speculative_decoding_keeps_the_greedy_text(tmp_path):
+    """n-gram speculation (each preset's shipped setting and the measured best, 3 -> 8) and a
+    draft model start, really draft (the server counts proposed tokens), and keep this text."""
+    from rag.models import PRESETS
+
+    settings = make_settings(tmp_path / "data")
+    plain, t = speculate(settings, ngram_draft_tokens=0)
+    assert t["speculation"] == "" and not t.get("draft_n")
+    shipped = {p.llamacpp_ngram_tokens for p in PRESETS.values() if p.llamacpp_ngram_tokens}
+    for tokens in sorted(shipped | {8}):
+        text, t = speculate(settings, ngram_draft_tokens=tokens, ngram_size=3)
+        assert t["speculation"].startswith("n-gram simple") and t["draft_n"] > 0, t
+        assert t["draft_n_accepted"] > 0  # the answer quotes its passage
+        assert text == plain
+    # a draft model (the 0.5B drafting for itself: nearly every proposal is accepted) is used, not
+    # just loaded: the draft path alone left llama.cpp's speculative.types at [none]
+    text, t = speculate(settings, ngram_draft_tokens=0, draft_preset="qwen2.5-0.5b", draft_tokens=4)
+    assert t["speculation"] == "draft qwen2.5-0.5b (4)" and t["draft_n"] > 0, t
+    assert t["draft_n_accepted"] >= 0.8 * t["draft_n"]  # batched verification may round apart
+    assert text == plain
+
+
 # --- transformers --------------------------------------------------------------------------
 
 
