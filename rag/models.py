@@ -62,6 +62,9 @@ PRESETS: dict[str, Preset] = {
             version="0.9.0",
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             prompt_lookup_num_tokens=10,  # answers 1.4x faster (bench/results.json)
+            # llama.cpp n-gram 3 -> 8: 1.19x answer p50, decode 12.0 -> 19.3 tok/s, but 2/15 answers
+            # changed (bench/results-speculative-0.5b.json): off
+            llamacpp_ngram_tokens=0,
         ),
         Preset(
             name="qwen2.5-1.5b",
@@ -70,6 +73,9 @@ PRESETS: dict[str, Preset] = {
             version="0.2.0",
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             prompt_lookup_num_tokens=0,  # 0.95x: its 11-token verification steps cost too much
+            # llama.cpp n-gram 3 -> 8: 1.13x answer p50 (< 1.15x), 3/15 answers changed; a 0.5B draft
+            # model 0.63-0.70x (bench/results-speculative-1.5b.json): off
+            llamacpp_ngram_tokens=0,
         ),
     )
 }
