@@ -1,5 +1,5 @@
-"""ui/paging.py: the Papers tab's pages and filter, and the compare pickers' suggestions (pure
-logic, no browser, no models); and the tab handlers' updates at a large corpus."""
+"""ui/paging.py: the Papers tab's pages and filter (pure
+logic, no browser, no models); and the compare pickers' updates at a large corpus."""
 
 from __future__ import annotations
 
@@ -78,18 +78,6 @@ def test_count_line_round_trips_the_page() -> None:
     assert paging.shown_page("⚠ the index is missing") == 1
 
 
-def test_suggest_is_a_substring_of_the_choice_label() -> None:
-    papers = synthetic(1000)
-    got = paging.suggest(papers, "method12", 50)
-    assert len(got) == 11  # Method12, Method120..129
-    assert all("method12" in render.paper_title(p).lower() for p in got)
-    assert [p.label for p in got][:2] == ["Method12", "Method120"]
-    assert len(paging.suggest(papers, "method", 50)) == 50
-    assert paging.suggest(papers, "", 50) == papers[:50]
-    assert [p.id for p in paging.suggest(papers, " 103-07 ", 50)] == ["103-07"]
-    assert paging.suggest(papers, "no such", 50) == []
-
-
 class Counting:
     def __init__(self, papers: list[Any]) -> None:
         self.list = papers
@@ -112,7 +100,6 @@ def test_catalog_rebuilds_when_the_registry_changes_and_remembers_filters() -> N
     src.list = [*src.list, make_paper("999-99", "Zebra", "A new paper about topic3.")]
     after, corpus = cat.filter("topic3")
     assert corpus == 301 and after[-1].id == "999-99"  # not the remembered list
-    assert [p.id for p in cat.suggest("zebra")] == ["999-99"]
 
 
 def test_catalog_is_one_per_assistant() -> None:
@@ -138,20 +125,18 @@ class Large(FakeAssistant):
 
 
 def test_pickers_list_every_paper_only_for_a_small_corpus() -> None:
-    from ui.compare_tab import picked, picker_choices, suggestions
+    from ui.compare_tab import picked, picker_choices
 
     small = FakeAssistant()
     d = picker_choices(small)
     assert len(d.choices) == len(PAPERS) and not d.allow_custom_value
     assert picked(small, "003-14").value == "003-14"
+    at_limit = Large(paging.PICKER_LIMIT)
+    assert len(picker_choices(at_limit).choices) == paging.PICKER_LIMIT
     big = Large(paging.PICKER_LIMIT + 1)
     d = picker_choices(big)
-    assert len(d.choices) == paging.SUGGESTIONS and d.allow_custom_value
-    s = suggestions(big, "method42")
-    assert s.choices and all("method42" in label.lower() for label, _ in s.choices)
-    assert len(suggestions(big, "").choices) == paging.SUGGESTIONS
+    assert d.choices == [] and d.allow_custom_value  # free text: no paper list is sent
+    assert f"{paging.PICKER_LIMIT + 1} papers" in d.info
     p = picked(big, "003-14")
     assert p.value == "003-14" and p.choices == [("003-14 · TaRO", "003-14")]
-    import gradio as gr
-
-    assert isinstance(suggestions(small, "ta"), type(gr.skip()))
+    assert picked(big, "nope").value == "nope"

@@ -1,9 +1,11 @@
 """The Compare tab: two paper pickers, the table with per-cell citations, Markdown export.
 
-Up to paging.PICKER_LIMIT papers each picker lists every paper. Above it (a large corpus) a
-picker lists the papers whose id, label or title contain what was typed, at most
-paging.SUGGESTIONS of them, recomputed on each key (Dropdown.key_up), and also accepts the typed
-text itself: a name or description, which the comparison resolves as `rag compare` does."""
+Up to paging.PICKER_LIMIT papers each picker lists every paper, as a filterable dropdown.
+Above it (a large corpus) no paper list is sent: a picker takes what is typed (an id, a name or
+a description, resolved by the comparison as `rag compare` does) or the paper the Papers or
+Map tab hands it. (Choices recomputed on each key, via Dropdown.key_up, were tried: Gradio
+6.31's dropdown then sometimes kept an earlier key's list, or showed one row's label on
+another, so a click could pick a paper other than the one it read.)"""
 
 from __future__ import annotations
 
@@ -102,29 +104,23 @@ def large(assistant: Assistant) -> bool:
 
 
 def picker_choices(assistant: Assistant) -> Any:
-    """The pickers' update when the papers are (re)loaded: every paper, or the first few and
-    free text for a large corpus."""
-    cat = paging.catalog(assistant)
-    papers = cat.papers()
+    """The pickers' update when the papers are (re)loaded: every paper as a choice, or, for a
+    large corpus, none and free text."""
+    papers = paging.catalog(assistant).papers()
     if len(papers) <= paging.PICKER_LIMIT:
         return gr.Dropdown(choices=render.paper_choices(papers), allow_custom_value=False)
-    return gr.Dropdown(choices=render.paper_choices(cat.suggest("")), allow_custom_value=True)
+    return gr.Dropdown(choices=[], allow_custom_value=True,
+                       info=f"{len(papers):,} papers: type an id, name or description, or "
+                            "pick one in the Papers tab")
 
 
 def picked(assistant: Assistant, pid: str) -> Any:
-    """A picker set to paper `pid` (from the Papers tab): with a large corpus its choices are
-    that paper alone, so the picker shows its title and not a bare id."""
+    """A picker set to paper `pid` (from the Papers tab): with a large corpus its one choice
+    is that paper, so the picker shows its title and not a bare id."""
     p = assistant.paper(pid)
     if p is None or not large(assistant):
         return gr.Dropdown(value=pid)
     return gr.Dropdown(choices=render.paper_choices([p]), value=pid)
-
-
-def suggestions(assistant: Assistant, typed: str) -> Any:
-    """A large corpus: the choices matching what was typed. Otherwise nothing changes."""
-    if not large(assistant):
-        return gr.skip()
-    return gr.Dropdown(choices=render.paper_choices(paging.catalog(assistant).suggest(typed)))
 
 
 def build_compare_tab(assistant: Assistant,
@@ -178,10 +174,4 @@ def build_compare_tab(assistant: Assistant,
         recover, [cs], [status, run, stop], queue=False, api_visibility="private")
     stop.click(stop_now, [cs], [status], queue=False, api_visibility="private")
 
-    def typed(evt: gr.KeyUpData) -> Any:
-        return suggestions(assistant, evt.input_value)
-
-    for box in (left, right):
-        box.key_up(typed, None, box, queue=False, trigger_mode="always_last",
-                   show_progress="hidden", api_visibility="private")
     return {"left": left, "right": right}

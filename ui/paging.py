@@ -1,5 +1,6 @@
-"""Paging and filtering the paper list, so that at 100k papers only one page of rows (the
-Papers tab) or a few dozen choices (the compare pickers) go to the browser. Pure logic, no
+"""Paging and filtering the paper list, so that at 100k papers only one page of rows of the
+Papers tab goes to the browser (and the compare pickers know when the corpus is too large to
+list). Pure logic, no
 Gradio: ui/papers_tab.py and ui/compare_tab.py call it, tests/test_ui_paging.py tests it.
 
 `Catalog` keeps the registry in id order with each paper's lowercase search keys, rebuilt only
@@ -25,7 +26,6 @@ T = TypeVar("T")
 
 PAGE_SIZE = 50  # rows of the Papers tab sent at once
 PICKER_LIMIT = 500  # up to this many papers, each compare picker lists them all (as before)
-SUGGESTIONS = 50  # above it, a picker lists this many papers matching what was typed
 
 
 @dataclass(frozen=True)
@@ -77,22 +77,6 @@ def page_papers(papers: Sequence[Paper], query: str, page: int,
                 size: int = PAGE_SIZE) -> Page[Paper]:
     """The papers matching every word of `query`, and page `page` of them."""
     return page_of(filter_papers(papers, query), page, size)
-
-
-def suggest(papers: Sequence[Paper], typed: str, limit: int = SUGGESTIONS,
-            keys: Sequence[str] | None = None) -> list[Paper]:
-    """Up to `limit` papers for a picker, in id order: those whose id, label or title contain
-    what was typed (as one string, case-insensitive); nothing typed is the first `limit`."""
-    text = " ".join((typed or "").lower().split())
-    if not text:
-        return list(papers[:limit])
-    out = []
-    for i, p in enumerate(papers):
-        if text in (keys[i] if keys is not None else short_key(p)):
-            out.append(p)
-            if len(out) >= limit:
-                break
-    return out
 
 
 def count_line(pg: Page[Any], corpus: int) -> str:
@@ -159,10 +143,6 @@ class Catalog:
         """(page `page` of the papers matching `query`, size of the corpus)."""
         found, corpus = self.filter(query)
         return page_of(found, page, size), corpus
-
-    def suggest(self, typed: str, limit: int = SUGGESTIONS) -> list[Paper]:
-        papers, keys = self._snapshot()
-        return suggest(papers, typed, limit, keys)
 
 
 _CATALOGS: weakref.WeakKeyDictionary[Any, Catalog] = weakref.WeakKeyDictionary()
