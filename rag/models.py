@@ -62,8 +62,8 @@ PRESETS: dict[str, Preset] = {
             version="0.9.0",
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             prompt_lookup_num_tokens=10,  # answers 1.4x faster (bench/results.json)
-            # llama.cpp n-gram 3 -> 8: 1.19x answer p50, decode 12.0 -> 19.3 tok/s, but 2/15 answers
-            # changed (bench/results-speculative-0.5b.json): off
+            # llama.cpp n-gram 3 -> 8: 1.19x / 1.23x answer p50 in two runs (decode 12.0 -> 19.3 tok/s)
+            # but the same 2/15 answers changed (bench/results-speculative-0.5b*.json): off
             llamacpp_ngram_tokens=0,
         ),
         Preset(
