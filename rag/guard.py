@@ -107,10 +107,24 @@ def _stem(word: str) -> str:
 
 def mentions(paper: Paper, phrase: str) -> bool:
     """Whether the abstract mentions the phrase's head word (plural or singular)."""
+    return says(paper.clean, phrase)
+
+
+def says(text: str, phrase: str) -> bool:
+    """Whether `text` has the phrase's head word (plural or singular); True for no phrase."""
     if not phrase:
         return True
     head = _stem(phrase.split()[-1])
-    return bool(re.search(r"(?<!\w)" + re.escape(head[:max(4, len(head) - 1)]), paper.clean.lower()))
+    return bool(re.search(r"(?<!\w)" + re.escape(head[:max(4, len(head) - 1)]), text.lower()))
+
+
+def answers_head(question: str, answer: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether `answer` speaks of what `question` asks for: its head noun ("which robot arm"
+    -> "arm"), unless the head names no detail ("which value", "what result")."""
+    a = asked(question, names)
+    if not a.head or a.head in ("paper", "papers") or a.head.split()[-1] in _GENERIC:
+        return True
+    return says(answer, a.head)
 
 
 def missing_detail(question: str, paper: Paper, similarity: float, threshold: float) -> str | None:

@@ -307,6 +307,11 @@ class Router:
             return named[0]
         low = side.strip().lower()
         label = next((p.id for p in self.retriever.papers.values() if p.label.lower() == low), "")
+        bare = re.sub(r"^(?:the|a|an)\s+", "", side.strip(), flags=re.IGNORECASE)
+        if not label and _proper_name(bare) and len(bare) > 2:  # "the AV Filter": a name one
+            pat = re.compile(r"(?<!\w)" + re.escape(bare) + r"(?!\w)")  # abstract uses
+            users = [p.id for p in self.retriever.papers.values() if pat.search(p.clean)]
+            label = users[0] if len(users) == 1 else ""
         if label or len(side.split()) < 3 or not describes:
             return label  # "the 3B GRPO baseline" describes no paper; "the ... paper" may
         found = cmp.resolve_side(cmp.Parts(self.retriever, self.sentences,
