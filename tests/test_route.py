@@ -202,3 +202,12 @@ def test_a_quantity_answers_how_many_only_next_to_what_was_asked():
     # "three pillars" is no count of papers
     assert not quantity_near("It rests on three pillars: a peer-review dataset of papers "
                              "from many domains", "papers")
+
+
+def test_an_answer_must_speak_of_what_was_asked():
+    from rag.guard import answers_head
+
+    assert answers_head("Which robot arm did they use?", "They used a 7-DoF arm.")
+    assert not answers_head("Which robot arm did they use?", "LARA improves VLA models.")
+    assert answers_head("What does it do?", "It compresses caches.")  # no head: nothing to check
+    assert answers_head("Which value does it reach?", "Below 1%.")  # a generic head
