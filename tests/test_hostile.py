@@ -182,12 +182,12 @@ def test_hostile_documents_in_the_browser_run_nothing_and_load_nothing(hostile_p
     page.wait_for_selector("#papers-table")
     for paper in ("900-03", "900-04", "900-05"):
         page.locator("#papers-table [role=gridcell]").filter(has_text=paper).first.click()
-        page.wait_for_selector(f"#paper-detail [data-paper='{paper}']")
+        page.wait_for_selector(f"#paper-detail section[data-paper='{paper}']")
         assert page.evaluate(INERT_JS) == [], paper
     detail = page.locator("#paper-detail").inner_text()
     assert "BeaconSched" in detail and not BIDI.search(detail)
     page.locator("#papers-table [role=gridcell]").filter(has_text="900-03").first.click()
-    page.wait_for_selector("#paper-detail [data-paper='900-03']")
+    page.wait_for_selector("#paper-detail section[data-paper='900-03']")
     assert "<script>" in page.locator("#paper-detail").inner_text()  # shown as text
     shot(page, "hostile.png", full_page=True)
     page.wait_for_timeout(1000)  # anything delayed (timers, lazy images) gets its chance

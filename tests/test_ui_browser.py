@@ -98,7 +98,7 @@ def test_papers_tab_to_chat_and_compare(page: Any) -> None:
     page.get_by_role("tab", name="Papers").click()
     page.locator("#paper-filter textarea, #paper-filter input").first.fill("")
     page.locator("#papers-table [role=gridcell]").filter(has_text="003-14").first.click()
-    page.wait_for_selector("#paper-detail [data-paper='003-14']")
+    page.wait_for_selector("#paper-detail section[data-paper='003-14']")
     page.locator("#paper-right").click()
     page.wait_for_selector("#compare-run")
     assert page.dialogs == []  # type: ignore[attr-defined]

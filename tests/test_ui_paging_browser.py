@@ -79,7 +79,7 @@ def test_papers_tab_pages(page: Any) -> None:
 
     # a row of a later page still opens, and still goes to the compare tab
     page.locator("#papers-table [role=gridcell]").filter(has_text=last[-1].id).first.click()
-    page.wait_for_selector(f"#paper-detail [data-paper='{last[-1].id}']")
+    page.wait_for_selector(f"#paper-detail section[data-paper='{last[-1].id}']")
     page.locator("#paper-left").click()
     page.wait_for_selector("#compare-run")
     page.wait_for_function("document.querySelector('#left input').value.startsWith("

@@ -153,7 +153,7 @@ def test_titles_and_related_papers(browser: Any, server: str, assistant: Any) ->
     for p in titled[:5]:
         assert display_name(p) in table, p.id
     page.locator("#papers-table [role=gridcell]").filter(has_text=papers[0].id).first.click()
-    card = page.locator(f"#paper-detail [data-paper='{papers[0].id}']")
+    card = page.locator(f"#paper-detail section[data-paper='{papers[0].id}']")
     card.wait_for()
     assert card.locator(".label").inner_text() == display_name(papers[0])
     if getattr(papers[0], "title_generated", False):
