@@ -28,7 +28,9 @@ class Row:
     kind: str = ""
     answerable: bool | None = None
     expect: str = ""
-    split: str = ""  # "dev" (tuned on) or "test" (held out)
+    # the eval split the row is in, a label and not a fitted value: "dev" (rows the settings
+    # were fitted on) or "test" (held out, reported)
+    split: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
