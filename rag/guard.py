@@ -122,9 +122,13 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = ()) -> boo
     """Whether `answer` speaks of what `question` asks for: its head noun ("which robot arm"
     -> "arm"), unless the head names no detail ("which value", "what result")."""
     a = asked(question, names)
-    if not a.head or a.head in ("paper", "papers") or a.head.split()[-1] in _GENERIC:
-        return True
-    return says(answer, a.head)
+    return not _names_detail(a.head) or says(answer, a.head)
+
+
+def _names_detail(head: str) -> bool:
+    """Whether a head noun phrase names a detail to look for ("robot arm"), not the paper
+    itself or a generic word ("which value")."""
+    return bool(head) and head not in ("paper", "papers") and head.split()[-1] not in _GENERIC
 
 
 def missing_detail(question: str, paper: Paper, similarity: float, threshold: float) -> str | None:
@@ -132,8 +136,7 @@ def missing_detail(question: str, paper: Paper, similarity: float, threshold: fl
     noun occurs nowhere in the abstract and no sentence is semantically close to the
     question (`similarity`, the best cosine, below `threshold`)."""
     a = asked(question, (paper.label,))
-    if a.kind == "expansion" or not a.head or a.head in ("paper", "papers") or \
-            a.head.split()[-1] in _GENERIC or mentions(paper, a.head):
+    if a.kind == "expansion" or not _names_detail(a.head) or mentions(paper, a.head):
         return None
     if a.kind == "number" and _QUANTITY.search(a.head.split()[-1]):
         return None  # "which improvement": abstracts state results in other words (speedup, x)
