@@ -469,7 +469,13 @@ class Assistant:
         plain = strip_markers(raw).strip()
         marked = [passages[n - 1].paper_id for n in markers_in(raw) if 0 < n <= len(passages)]
         named = [p.paper_id for p in passages if _only_names(plain, [papers[p.paper_id]])]
+        labels = tuple(p.label for p in passages)
         if plain and named and target is None:  # "ExpAlign [1]": a label is not an answer
+            # the model pointed at the paper but left the asked detail out: look again there
+            looked = self._second_look(q, named[0], papers, hits, closest, notice) \
+                if guard.asks_detail(q, labels) else None
+            if looked is not None:
+                return looked
             marked = named
             plain = ""
         if not plain and marked and target is None:  # a bare "[1]": say which paper it means
@@ -478,8 +484,9 @@ class Assistant:
             return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                           abstained=False, sentences=sentences, closest=closest,
                           notice=notice)
-        if _declined(plain):
-            # also a bare marker about a named paper: the model pointed instead of answering
+        if _declined(plain) or _copied(raw, passages) or guard.restates(q, plain, labels):
+            # also a bare marker about a named paper, a passage copied from its header on, or
+            # the question said back: the model pointed instead of answering
             about = target or (closest[0] if closest else None)
             rescued = self._rescue(q, about, papers, hits, closest, notice) or \
                 self._second_look(q, about, papers, hits, closest, notice)
@@ -489,10 +496,23 @@ class Assistant:
         text, citations, sentences = attach(raw, passages, papers, self.sentences,
                                             a.support_threshold, a.unsupported == "drop")
         if not any(s.supported for s in sentences):
-            rescued = self._rescue(q, target or (closest[0] if closest else None), papers, hits,
-                                   closest, notice)
+            about = target or (closest[0] if closest else None)
+            rescued = self._rescue(q, about, papers, hits, closest, notice) or \
+                self._second_look(q, about, papers, hits, closest, notice)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "unsupported")
+        ids = {c.paper_id for c in citations}
+        one = target or (next(iter(ids)) if len(ids) == 1 else None)
+        head = guard.asks_detail(q, labels) if guard.asked(q).kind != "number" else ""
+        if one in papers and head and not guard.answers_head(
+                q, strip_markers(text), labels, papers[one].clean):
+            # the answer never names what was asked ("which two models" -> "it compresses
+            # ..."): look again over the paper's best sentences, else keep the draft (its head
+            # may be a category the answer names an instance of: "what shape" -> "a polytope";
+            # declining those lost 3 dev rows). A number question is checked for a quantity below.
+            looked = self._second_look(q, one, papers, hits, closest, notice)
+            if looked is not None:
+                return looked
         if guard.asked(q).kind == "number" and not guard.states_quantity(strip_markers(text)):
             cited = target or (citations[0].paper_id if citations else None)
             rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)
@@ -532,7 +552,7 @@ class Assistant:
         # one that never names what was asked (dev: 6 of 8 unanswerable rows were "answered"
         # before these two checks, 0 after)
         if _declined(plain) or re.search(r"\d{3}-\d{2}\b", plain) or \
-                not guard.answers_head(q, plain, (paper.label,)):
+                not guard.answers_head(q, plain, (paper.label,), paper.clean):
             return None
         text, citations, sentences = attach(raw, [passage], papers, self.sentences,
                                             a.support_threshold, a.unsupported == "drop")
@@ -573,6 +593,12 @@ def _declined(plain: str) -> bool:
     """Whether the model's plain text says the passages do not answer (or says nothing)."""
     return not plain or bool(_NOT_STATED.search(plain.split(".")[0])) or \
         NOT_STATED.lower() in plain.lower()
+
+
+def _copied(raw: str, passages: list[Passage]) -> bool:
+    """Whether the draft copies a passage from its header on ("[1] CGC (000-18): ...")."""
+    return any(re.match(r"\s*(?:\[\d+\]\s*)?" + re.escape(f"{p.label} ({p.paper_id})") +
+                        r"\s*:", raw) for p in passages)
 
 
 def _only_names(text: str, papers: list[Paper]) -> bool:

@@ -118,17 +118,66 @@ def says(text: str, phrase: str) -> bool:
     return bool(re.search(r"(?<!\w)" + re.escape(head[:max(4, len(head) - 1)]), text.lower()))
 
 
-def answers_head(question: str, answer: str, names: tuple[str, ...] = ()) -> bool:
+def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
+                 source: str = "") -> bool:
     """Whether `answer` speaks of what `question` asks for: its head noun ("which robot arm"
-    -> "arm"), unless the head names no detail ("which value", "what result")."""
+    -> "arm"), unless the head names no detail ("which value"). A head whose answer is a name
+    ("which two models") is also answered by a name the question lacks and the abstract
+    `source` has ("LLaMA-7B")."""
     a = asked(question, names)
-    return not _names_detail(a.head) or says(answer, a.head)
+    if not _names_detail(a.head) or says(answer, a.head):
+        return True
+    return bool(source) and _stem(a.head.split()[-1]) in _NAMED_BY and \
+        bool(new_names(answer, question, source))
+
+
+# heads answered by names: "which two models" -> "LLaMA-7B and Swin Transformer"
+_NAMED_BY = frozenset(_stem(w) for w in """model models dataset datasets benchmark benchmarks
+architecture architectures backbone backbones baseline baselines llm llms family families
+suite suites environment environments language languages metric metrics network networks
+task tasks domain domains game games""".split())
+# a coined name: letters with digits ("ResNet-50", "Wan2.1"), a capital after a lowercase
+# letter ("LLaMA", "DeltaNet"), or two capitals running ("GPQA", "TOFU")
+_NAME = re.compile(r"(?<![\w-])(?=[\w-]*(?:[a-z][A-Z]|[A-Z]{2}|[A-Za-z]\d|\d[A-Za-z]))[A-Za-z0-9][\w-]*")
+
+
+def new_names(answer: str, question: str, source: str) -> set[str]:
+    """Coined names in `answer` that `question` lacks and the abstract `source` has."""
+    asked_words = question.lower()
+    found = {m.group(0).rstrip("-") for m in _NAME.finditer(re.sub(r"\[\d+\]", " ", answer))}
+    return {n for n in found if n.lower() not in asked_words and n in source}
+
+
+# words an answer may add without saying anything: "The paper states that ..."
+_FILLER = frozenset("""paper papers abstract abstracts study studies work authors author state
+states stated say says said mention mentions mentioned describe describes described answer""".split())
+
+
+def restates(question: str, answer: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether `answer` adds no word of its own to `question` and the papers' `names`: it
+    repeats the question ("The study where ... is [1].") instead of answering it."""
+    from rag.retrieve import tokenize  # the index's tokenizer: one notion of a word
+
+    given = {_stem(t) for t in tokenize(" ".join((question,) + names))}
+    said = {_stem(t) for t in tokenize(re.sub(r"\[\d+\]", " ", answer))}
+    return bool(said) and not (said - given - {_stem(w) for w in _FILLER})
+
+
+def asks_detail(question: str, names: tuple[str, ...] = ()) -> str:
+    """The detail `question` asks for ("auxiliary modalities"), or "" when it asks for none
+    (no head noun, "which paper", "which value") or for an acronym's expansion."""
+    a = asked(question, names)
+    return a.head if a.kind != "expansion" and _names_detail(a.head) else ""
 
 
 def _names_detail(head: str) -> bool:
     """Whether a head noun phrase names a detail to look for ("robot arm"), not the paper
     itself or a generic word ("which value")."""
-    return bool(head) and head not in ("paper", "papers") and head.split()[-1] not in _GENERIC
+    return bool(head) and head.split()[0] not in _PAPER and head.split()[-1] not in _GENERIC
+
+
+# "which paper proposes X": the paper itself, no detail of it
+_PAPER = frozenset("paper papers work works study studies article articles".split())
 
 
 def missing_detail(question: str, paper: Paper, similarity: float, threshold: float) -> str | None:

@@ -61,7 +61,11 @@ def _word_tokens(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-_RUN = re.compile(r"[\w@-]+")  # the maximal runs a name's own boundaries (?<![\w@-]) cut at
+# A name's characters: ASCII letters, digits, "_", "@" and "-". A name ends where another
+# character starts, so "Self-RedTeam은" (Korean particle attached) still names Self-RedTeam.
+_NC = "0-9A-Za-z_@-"
+_RUN = re.compile(f"[{_NC}]+")  # the maximal runs a name's own boundaries cut at
+_BEFORE, _AFTER = f"(?<![{_NC}])", f"(?![{_NC}])"
 
 
 def _first_run(name: str) -> str:
@@ -107,7 +111,7 @@ def name_index(papers: list[Paper]) -> dict[str, str]:
             for n in by_run.get(run, ()):
                 ids = owners[n]
                 if p.id not in ids and len(ids) == 1 and re.search(
-                        r"(?<![\w@-])" + re.escape(n) + r"(?![\w@-])", low):
+                        _BEFORE + re.escape(n) + _AFTER, low):
                     ids.add(p.id)
     index = {n: next(iter(ids)) for n, ids in owners.items() if len(ids) == 1}
     labels: dict[str, list[str]] = defaultdict(list)
@@ -196,7 +200,7 @@ class Retriever:
                 found.append((m.start(), next(iter(owners))))
         for run in {*_RUN.findall(low), ""}:  # only names whose first run the text has
             for name in self._names_by_run.get(run, ()):
-                hit = re.search(r"(?<![\w@-])" + re.escape(name) + r"(?![\w@-])", low)
+                hit = re.search(_BEFORE + re.escape(name) + _AFTER, low)
                 if hit:
                     found.append((hit.start(), self._names[name]))
         return list(dict.fromkeys(pid for _, pid in sorted(found)))
@@ -327,7 +331,7 @@ class IndexCache:
     it names (id, write stamp, count); anything else (missing, stale, unreadable,
     inconsistent) is a miss, logged, and the caller rebuilds."""
 
-    FORMAT = 1
+    FORMAT = 2  # 2: name boundaries are ASCII name characters (rag/retrieve.py _NC)
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

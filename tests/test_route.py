@@ -210,3 +210,48 @@ def test_an_answer_must_speak_of_what_was_asked():
     assert not answers_head("Which robot arm did they use?", "LARA improves VLA models.")
     assert answers_head("What does it do?", "It compresses caches.")  # no head: nothing to check
     assert answers_head("Which value does it reach?", "Below 1%.")  # a generic head
+
+
+def test_an_answer_that_names_a_new_thing_of_the_abstract_speaks_of_it():
+    """"Which two models" is answered by the models' names, not by the word "models"; a name
+    the abstract lacks (made up) or the question already has does not count."""
+    from rag.guard import answers_head, new_names
+
+    src = "Experiments on ResNet-50 and Swin Transformer with TOFU show that our method helps."
+    q = "Which two architectures was the method run on?"
+    assert answers_head(q, "It was run on ResNet-50 and Swin Transformer [1].", (), src)
+    assert not answers_head(q, "It was run on VGG-16 [1].", (), src)  # not in the abstract
+    assert not answers_head(q, "It was run on several networks [1].", (), src)
+    assert new_names("ResNet-50 again", "Why ResNet-50?", src) == set()  # the question has it
+    # a head no name answers: a benchmark's name is no sampling temperature
+    assert not answers_head("What sampling temperature was used?", "They use TOFU [1].", (), src)
+
+
+def test_an_answer_that_says_the_question_back_is_no_answer():
+    from rag.guard import restates
+
+    q = "In the paper on pairs of chatbots playing games, which layers matter most?"
+    assert restates(q, "In the paper on pairs of chatbots playing games, the layers that "
+                       "matter most are [1].")
+    assert restates(q, "The paper states that layers matter most in games [1].")
+    assert not restates(q, "The early layers matter most [1].")
+    assert not restates(q, "")  # nothing said is a decline, handled elsewhere
+
+
+def test_the_detail_a_question_asks_for():
+    from rag.guard import asks_detail
+
+    assert asks_detail("Which two auxiliary modalities does AMNet use?", ("AMNet",)) == \
+        "auxiliary modalities"
+    assert asks_detail("Which paper proposes AMNet?") == ""  # the paper itself
+    assert asks_detail("What does BEXA stand for?") == ""  # an expansion
+    assert asks_detail("Which result does it report?") == ""  # a generic head
+
+
+def test_a_name_with_a_particle_attached_is_still_named(assistant):
+    """Korean and Japanese attach particles to a name ("Self-RedTeam은"): a name ends where
+    its ASCII name characters end."""
+    named = assistant.retriever.named_papers("Self-RedTeam은 몇 개의 벤치마크를 썼나요?")
+    assert named == ["003-07"]
+    assert assistant.retriever.named_papers("DroneDINO使用了什么？") == ["000-13"]
+    assert assistant.retriever.named_papers("Self-RedTeamer") == []  # a longer name is another

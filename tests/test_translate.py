@@ -30,3 +30,14 @@ def test_a_cited_papers_one_word_name_must_survive_whole():
     # a name the line does not use is not required
     assert lost("It co-evolves attackers.", "Coevoluciona atacantes.",
                 frozenset({"Bi-NAC"})) == set()
+
+
+def test_a_name_the_translation_split_or_recased_is_written_as_in_english():
+    from rag.translate import restore
+
+    assert restore("CapImagine imagines.", "Cap imagine 想象。", frozenset({"CapImagine"})) == \
+        "CapImagine 想象。"
+    assert restore("It runs on Wan2.1.", "它在Wan 2.1上运行。") == "它在Wan2.1上运行。"
+    assert restore("It runs on Wan2.1.", "Es läuft auf Wan2.1.") == "Es läuft auf Wan2.1."
+    # an ordinary word that happens to spell a name's letters apart is not a name
+    assert restore("SSL4RL helps.", "SSL4RL hilft.") == "SSL4RL hilft."
