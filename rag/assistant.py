@@ -453,7 +453,10 @@ class Assistant:
             said = [paper.clean[e.start:e.end] for e in ranked]
             picks = [e for e, x in zip(ranked, said, strict=True) if e.score >= a.rescue_number
                      and (numbers(x) or guard.quantity_near(x, want.head))][:1]
-        elif not number_only and (ranked[0].score >= a.rescue or extract.is_definition(q)):
+        elif not number_only and (extract.is_definition(q) or (
+                ranked[0].score >= a.rescue and guard.answers_head(
+                    q, paper.clean[ranked[0].start:ranked[0].end], (paper.label,),
+                    paper.clean))):  # "which LLMs": a sentence naming none does not answer it
             picks = ranked[:1]
         if not picks:
             return None
@@ -471,14 +474,13 @@ class Assistant:
         named = [p.paper_id for p in passages if _only_names(plain, [papers[p.paper_id]])]
         labels = tuple(p.label for p in passages)
         if plain and named and target is None:  # "ExpAlign [1]": a label is not an answer
-            # the model pointed at the paper but left the asked detail out: look again there
-            looked = self._second_look(q, named[0], papers, hits, closest, notice) \
-                if guard.asks_detail(q, labels) else None
-            if looked is not None:
-                return looked
-            marked = named
+            marked = named  # the model pointed at the paper: looked at again just below
             plain = ""
         if not plain and marked and target is None:  # a bare "[1]": say which paper it means
+            looked = self._second_look(q, marked[0], papers, hits, closest, notice) \
+                if guard.asks_detail(q, labels) else None  # ... and what it says of the asked
+            if looked is not None:
+                return looked
             chosen = [papers[i] for i in dict.fromkeys(marked)][:3]
             text, citations, sentences = extract.compose(q, chosen, self.sentences)
             return Answer(question=q, text=text, citations=citations, hits=tuple(hits),

@@ -326,7 +326,8 @@ _COMPARATIVE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b|\bcontrast\b|\bvs\.?\s|\
                           re.IGNORECASE)
 _IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:\w+\s+)?(?:method|approach|framework|detector|"
                        r"technique|algorithm|system|architecture|benchmark|model|tool)(?P<plural>s?)\b"
-                       r"(?!\s+(?:does|do|did|is|are|was|were)\s+(?:it|they|this|that)\b)",
+                       r"(?!\s+(?:does|do|did|is|are|was|were)\s+(?:it|they|this|that|its|their|"
+                       r"the\s+(?:paper|work|study|authors?|method|approach|model)s?)\b)",
                        re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 _CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words

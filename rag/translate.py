@@ -47,7 +47,9 @@ SHOT_INTO = {
     "ko": "GraphMix는 두 개의 보조 과제로 GPQA에서 정확도를 12% 높입니다.",
     "ru": "GraphMix повышает точность на GPQA на 12% с помощью двух вспомогательных задач.",
 }
-_LINE = re.compile(r"^\s*(?:[-*]\s+)?")
+# what a line keeps untranslated in front: a bullet, and a quote's "Label (id): " header (the
+# 0.5B hands a line that starts with one back in English)
+_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\n:()\[\]]{1,120}? \([\w.-]+\):\s+)?")
 
 
 # Coined names: a digit or '@' among letters (SSL4RL, Wan2.1, leak@k), or a capital after a

@@ -255,3 +255,23 @@ def test_a_name_with_a_particle_attached_is_still_named(assistant):
     assert named == ["003-07"]
     assert assistant.retriever.named_papers("DroneDINO使用了什么？") == ["000-13"]
     assert assistant.retriever.named_papers("Self-RedTeamer") == []  # a longer name is another
+
+
+@pytest.mark.parametrize("question,intent", [
+    ("Which detector treats region matching as multiple-instance learning?", "find"),
+    ("Which two datasets does the paper on dark-video enhancement use?", "ask"),
+    ("Which optimizer did the authors use for their sparse-attention model?", "ask"),
+])
+def test_a_detail_of_the_paper_is_not_a_search_for_papers(assistant, question, intent):
+    """"Which two datasets does the paper ... use?" asks a detail of one paper; "which
+    detector ...?" asks which paper's method it is."""
+    assert assistant.router.route(question).intent == intent
+
+
+def test_a_benchmark_question_is_answered_only_by_benchmark_names():
+    from rag.guard import answers_head
+
+    src = "TaRO achieves state-of-the-art results on VTG benchmarks and on QVHighlights."
+    q = "Which benchmarks does TaRO report?"
+    assert not answers_head(q, "TaRO reports results on VTG benchmarks [1].", ("TaRO",), src)
+    assert answers_head(q, "TaRO reports results on QVHighlights [1].", ("TaRO",), src)

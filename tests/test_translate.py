@@ -41,3 +41,11 @@ def test_a_name_the_translation_split_or_recased_is_written_as_in_english():
     assert restore("It runs on Wan2.1.", "Es läuft auf Wan2.1.") == "Es läuft auf Wan2.1."
     # an ordinary word that happens to spell a name's letters apart is not a name
     assert restore("SSL4RL helps.", "SSL4RL hilft.") == "SSL4RL hilft."
+
+
+def test_a_quotes_header_is_kept_in_front_of_the_translated_sentence():
+    from rag.translate import _LINE
+
+    assert _LINE.match("SVOO (003-03): Extensive experiments show").group(0) == "SVOO (003-03): "
+    assert _LINE.match("- leak@k (004-09): We introduce").group(0) == "- leak@k (004-09): "
+    assert _LINE.match("It reaches 29 dB (on Wan2.1): good.").group(0) == ""
