@@ -214,6 +214,7 @@ def main() -> int:
     t = time.perf_counter()
     import torch  # noqa: F401  (imports timed apart from the load itself)
 
+    from rag import models
     from rag.assistant import Assistant
     from rag.config import load_settings
     from rag.embed import Embedder
@@ -272,7 +273,7 @@ def main() -> int:
             "import_s": import_s, "load_s": load_s, "rss_before_engine_mb": rss_before,
             "rss_after_load_mb": rss_after_load, "peak_rss_mb": peak_single,
             "threads": settings.generate.threads, "max_new_tokens": settings.generate.max_new_tokens,
-            "context_tokens": settings.answer.context_tokens, "records": recs,
+            "context_tokens": models.context_tokens(settings), "records": recs,
             "metrics": answer_metrics(rows, {r["id"]: r for r in recs}, texts),
             "concurrency": {},
         }

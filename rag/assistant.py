@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import cover, extract, guard
+from rag import cover, extract, guard, models
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -108,7 +108,9 @@ class Assistant:
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder,
                  retriever: Retriever, generator: Generator) -> None:
-        self.settings = settings
+        # the passage budget resolved once: answer.context_tokens, else the preset's
+        self.settings = settings.model_copy(update={"answer": settings.answer.model_copy(
+            update={"context_tokens": models.context_tokens(settings)})})
         self.store = store
         self.embedder = embedder
         self.retriever = retriever
@@ -301,7 +303,7 @@ class Assistant:
             return [(e.start, e.end) for e in self.sentences.rank(paper, q_model, qvec)]
 
         passages = select_passages([h for h in hits if h.chunk.paper_id in context] if context
-                                   else hits, papers, a.context_tokens, a.max_passages,
+                                   else hits, papers, models.context_tokens(self.settings), a.max_passages,
                                    first=context or tuple(named[:2]), rank=rank)
         yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
         target = (context or tuple(named[:1]) or ("",))[0]

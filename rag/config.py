@@ -108,7 +108,8 @@ class GenerateSettings(BaseModel):
 
 
 class AnswerSettings(BaseModel):
-    context_tokens: int = Field(450, gt=50)  # budget for passages in the prompt
+    # budget for passages in the prompt; None: the preset's (rag/models.py: 0.5b 450, 1.5b 200)
+    context_tokens: int | None = Field(None, gt=50)
     max_passages: int = Field(3, gt=0)
     max_question_chars: int = Field(2000, gt=10)
     support_threshold: float = 0.45  # answer-sentence support below this: unsupported

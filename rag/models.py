@@ -50,6 +50,9 @@ class Preset:
     prompt_lookup_num_tokens: int = 0  # measured best on bench/ (0: prompt lookup is slower)
     # llama.cpp's n-gram speculation (generate.ngram_draft_tokens): 0 off (bench/speculative.py)
     llamacpp_ngram_tokens: int = 0
+    # prompt tokens of passages (answer.context_tokens, when that is unset): the lever on the
+    # first token (bench/prompt_budget.py)
+    context_tokens: int = 450
 
 
 PRESETS: dict[str, Preset] = {
@@ -76,6 +79,9 @@ PRESETS: dict[str, Preset] = {
             # llama.cpp n-gram 3 -> 8: 1.13x answer p50 (< 1.15x), 3/15 answers changed; a 0.5B draft
             # model 0.63-0.70x (bench/results-speculative-1.5b.json): off
             llamacpp_ngram_tokens=0,
+            # 200 passage tokens instead of 450: first token 0.61-0.65x, answer 0.68-0.70x, the
+            # expected paper still cited 12/12 (bench/results-prompt-budget-1.5b.json)
+            context_tokens=200,
         ),
     )
 }
@@ -401,3 +407,11 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def context_tokens(settings: Settings) -> int:
+    """The passage budget: answer.context_tokens when set, else the preset's measured one."""
+    if settings.answer.context_tokens is not None:
+        return settings.answer.context_tokens
+    preset = PRESETS.get(settings.generate.preset)
+    return preset.context_tokens if preset else Preset.context_tokens

@@ -356,3 +356,18 @@ def test_prompt_lookup_follows_the_preset_unless_set() -> None:
     assert Generator(_settings(preset="/some/folder")).prompt_lookup_num_tokens == 0
     assert Generator(_settings(prompt_lookup_num_tokens=3)).prompt_lookup_num_tokens == 3
     assert Generator(_settings(prompt_lookup_num_tokens=0)).prompt_lookup_num_tokens == 0
+
+
+def test_the_passage_budget_is_the_presets_unless_set(monkeypatch):
+    """answer.context_tokens unset: the preset's measured budget (the 1.5B reads fewer passage
+    tokens, bench/prompt_budget.py); set: that value for every preset."""
+    from rag.config import load_settings
+    from rag.models import PRESETS, context_tokens
+
+    monkeypatch.delenv("RAG_ANSWER__CONTEXT_TOKENS", raising=False)
+    for name, preset in PRESETS.items():
+        monkeypatch.setenv("RAG_GENERATE__PRESET", name)
+        assert context_tokens(load_settings()) == preset.context_tokens
+    assert PRESETS["qwen2.5-1.5b"].context_tokens < PRESETS["qwen2.5-0.5b"].context_tokens
+    monkeypatch.setenv("RAG_ANSWER__CONTEXT_TOKENS", "300")
+    assert context_tokens(load_settings()) == 300
