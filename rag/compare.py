@@ -37,6 +37,9 @@ _SEPARATORS = (" with ", " and ", " versus ", " vs. ", " vs ", " to ", " against
 _HOW = (r"^(?:and |so )?how (?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ(?:ent)?|compare|"
         r"relate|contrast|stack up)\s*(?:from|to|with|against)\s+(?P<b>.+)$")
 _VS = r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+)$"
+# "SVOO or AMNet: which one is about ...?", "Which is faster, SVOO or AMNet?"
+_OR = (r"^(?P<a>[^:;,?]+?)\s+or\s+(?P<b>[^:;,?]+?)\s*[:,;]\s*(?:which|what|who)\b.*$",
+       r"^(?:which|what)\b[^,:;]*[,:;]\s*(?P<a>[^,:;?]+?)\s+or\s+(?P<b>[^,:;?]+)$")
 _STRONG = {
     "Problem": r"\b(however|yet|although|despite|struggle|suffer|lacks?|hinder|fail|remains? "
                r"(?:largely |poorly )?(?:unexplored|unclear|challenging|difficult|understood))",
@@ -100,7 +103,7 @@ def parse_request(question: str) -> Request | None:
                     break
             break
     if pair is None:
-        for pat in (_HOW, _VS):
+        for pat in (_HOW, _VS, *_OR):
             m = re.match(pat, q, flags=re.IGNORECASE)
             if m:
                 pair = (m.group("a"), m.group("b"))
