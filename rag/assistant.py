@@ -517,6 +517,9 @@ class Assistant:
             looked = self._second_look(q, one, papers, hits, closest, notice)
             if looked is not None:
                 return looked
+            if target is not None and guard.needs_name(q, labels):  # "which benchmarks": the
+                return self._not_stated(q, passages, papers, hits, closest, notice,  # draft
+                                        "not-stated", first=target)  # and second look named none
         if guard.asked(q).kind == "number" and not guard.states_quantity(strip_markers(text)):
             cited = target or (citations[0].paper_id if citations else None)
             rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)

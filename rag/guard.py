@@ -130,7 +130,9 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
     last = _stem(a.head.split()[-1])
     if source and last in _NAMED_ONLY:  # "which benchmarks": "VTG benchmarks" names none
         stem = re.escape(last[:max(4, len(last) - 1)])
-        return any(not re.search(re.escape(n) + r"\s+" + stem, answer, re.IGNORECASE)
+        # nor does an abbreviation the abstract spells out, "video temporal grounding (VTG)"
+        return any(not re.search(re.escape(n) + r"\s+" + stem, answer, re.IGNORECASE) and
+                   not re.search(r"\(\s*" + re.escape(n) + r"s?\s*[),;]", source)
                    for n in new_names(answer, question, source))
     return says(answer, a.head) or (bool(source) and last in _NAMED_BY and
                                     bool(new_names(answer, question, source)))
@@ -170,6 +172,12 @@ def restates(question: str, answer: str, names: tuple[str, ...] = ()) -> bool:
     given = {_stem(t) for t in tokenize(" ".join((question,) + names))}
     said = {_stem(t) for t in tokenize(re.sub(r"\[\d+\]", " ", answer))}
     return bool(said) and not (said - given - {_stem(w) for w in _FILLER})
+
+
+def needs_name(question: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether only a name answers `question` ("which benchmarks", "which LLMs")."""
+    head = asked(question, names).head
+    return bool(head) and _stem(head.split()[-1]) in _NAMED_ONLY
 
 
 def asks_detail(question: str, names: tuple[str, ...] = ()) -> str:

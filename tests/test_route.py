@@ -275,3 +275,15 @@ def test_a_benchmark_question_is_answered_only_by_benchmark_names():
     q = "Which benchmarks does TaRO report?"
     assert not answers_head(q, "TaRO reports results on VTG benchmarks [1].", ("TaRO",), src)
     assert answers_head(q, "TaRO reports results on QVHighlights [1].", ("TaRO",), src)
+
+
+def test_only_a_name_answers_which_benchmarks():
+    from rag.guard import answers_head, needs_name
+
+    assert needs_name("Which benchmarks does TaRO use?", ("TaRO",))
+    assert needs_name("Which LLMs were used?")
+    assert not needs_name("Which tasks does SSL4RL turn into rewards?", ("SSL4RL",))
+    src = "We study video temporal grounding (VTG) and report results on QVHighlights."
+    q = "Which benchmarks are used?"
+    assert not answers_head(q, "VTG [1].", (), src)  # an abbreviation the abstract spells out
+    assert answers_head(q, "QVHighlights [1].", (), src)

@@ -28,3 +28,21 @@ def test_a_detail_no_abstract_states_is_still_declined(assistant):
     answered with another number of its abstract (three LLMs, 29 datasets)."""
     answer = assistant.ask("How many GPUs were used for the DefensiveKV experiments?")
     assert answer.abstained, answer.text
+
+
+def test_a_question_answered_by_names_gets_the_names(assistant):
+    """"Which two architectures" is answered by the abstract's names (LLaMA-7B, Swin
+    Transformer), however the first draft went: copied passage, label, or prose."""
+    answer = assistant.ask("On which two architectures did the CGC experiments run?")
+    text = strip_markers(answer.text)
+    assert not answer.abstained, answer.text
+    assert "LLaMA" in text and "Swin" in text, answer.text
+    assert "000-18" in {c.paper_id for c in answer.citations if c.supported}
+
+
+def test_benchmarks_an_abstract_never_names_are_not_stated(assistant):
+    """TaRO's abstract speaks of "VTG benchmarks" but names none: the category word is no
+    benchmark's name, so the question is declined rather than answered with it. (A draft of
+    the bare acronym, "VTG [1]", still passes for a name: a known gap.)"""
+    answer = assistant.ask("Which benchmarks does TaRO evaluate on?")
+    assert answer.abstained, answer.text
