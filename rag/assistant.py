@@ -456,9 +456,10 @@ class Assistant:
             picks = [e for e, x in zip(ranked, said, strict=True) if e.score >= a.rescue_number
                      and (numbers(x) or guard.quantity_near(x, want.head))][:1]
         elif not number_only and (extract.is_definition(q) or (
-                ranked[0].score >= a.rescue and guard.answers_head(
-                    q, paper.clean[ranked[0].start:ranked[0].end], (paper.label,),
-                    paper.clean))):  # "which LLMs": a sentence naming none does not answer it
+                ranked[0].score >= a.rescue and (
+                    not guard.needs_name(q, (paper.label,)) or guard.answers_head(
+                        q, paper.clean[ranked[0].start:ranked[0].end], (paper.label,),
+                        paper.clean)))):  # "which LLMs": a sentence naming none is no answer
             picks = ranked[:1]
         if not picks:
             return None
