@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
+from rag import models
 from rag.assistant import Assistant
 
 ORDER = ("baseline", "default", "lookup", "ctx", "prefixkv", "split", "int8")
@@ -66,7 +67,7 @@ def variant(name: str, a: Assistant, lookup_tokens: int) -> Iterator[dict[str, A
         notes.update(prompt_lookup_num_tokens=a.generator.prompt_lookup_num_tokens,
                      reuse_prefix_cache=gen.reuse_prefix_cache,
                      split_small_matmuls=gen.split_small_matmuls,
-                     context_tokens=a.settings.answer.context_tokens)
+                     context_tokens=models.context_tokens(a.settings))
         yield notes
         return
     with ExitStack() as stack:

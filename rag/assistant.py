@@ -108,9 +108,7 @@ class Assistant:
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder,
                  retriever: Retriever, generator: Generator) -> None:
-        # the passage budget resolved once: answer.context_tokens, else the preset's
-        self.settings = settings.model_copy(update={"answer": settings.answer.model_copy(
-            update={"context_tokens": models.context_tokens(settings)})})
+        self.settings = settings
         self.store = store
         self.embedder = embedder
         self.retriever = retriever

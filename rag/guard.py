@@ -138,15 +138,14 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
                                     bool(new_names(answer, question, source)))
 
 
-# heads answered by names: "which two models" -> "LLaMA-7B and Swin Transformer"
-_NAMED_BY = frozenset(_stem(w) for w in """model models dataset datasets benchmark benchmarks
-architecture architectures backbone backbones baseline baselines llm llms family families
-suite suites environment environments language languages metric metrics network networks
-task tasks domain domains game games""".split())
 # heads only a name answers: "which benchmarks" is not answered by "VTG benchmarks" (dev: every
 # answerable row with such a head is answered by coined names, every unanswerable one is not)
 _NAMED_ONLY = frozenset(_stem(w) for w in """dataset datasets benchmark benchmarks llm llms backbone
 backbones baseline baselines suite suites""".split())
+# heads a name also answers: "which two models" -> "LLaMA-7B and Swin Transformer"
+_NAMED_BY = _NAMED_ONLY | frozenset(_stem(w) for w in """model models architecture architectures
+family families environment environments language languages metric metrics network networks
+task tasks domain domains game games""".split())
 # a coined name: letters with digits ("ResNet-50", "Wan2.1"), a capital after a lowercase
 # letter ("LLaMA", "DeltaNet"), or two capitals running ("GPQA", "TOFU")
 _NAME = re.compile(r"(?<![\w-])(?=[\w-]*(?:[a-z][A-Z]|[A-Z]{2}|[A-Za-z]\d|\d[A-Za-z]))[A-Za-z0-9][\w-]*")
