@@ -49,3 +49,14 @@ def test_a_quotes_header_is_kept_in_front_of_the_translated_sentence():
     assert _LINE.match("SVOO (003-03): Extensive experiments show").group(0) == "SVOO (003-03): "
     assert _LINE.match("- leak@k (004-09): We introduce").group(0) == "- leak@k (004-09): "
     assert _LINE.match("It reaches 29 dB (on Wan2.1): good.").group(0) == ""
+
+
+def test_a_line_handed_back_in_english_is_told_from_a_short_translation():
+    from rag.translate import _untranslated
+
+    en = "The abstract of Blend-ASC (004-03) does not state this."
+    assert _untranslated(en, en)
+    assert _untranslated(en, "The abstract of Blend-ASC (004-03) does not state this!")
+    assert not _untranslated(en, "L'abstracto di Blend-ASC (004-03) non dice questo.")
+    assert not _untranslated(en, "Blend-ASC (004-03) 的摘要没有说明这一点。")
+    assert _untranslated(en, "")
