@@ -12,11 +12,14 @@ import numpy as np
 
 from rag.config import EmbedSettings, offline_environment
 from rag.errors import ModelError
+from rag.heap import trim_heap
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
+
+TRIM_TEXTS = 8  # texts embedded at once from which freed memory is returned at once
 
 
 def model_folder(spec: str) -> Path:
@@ -78,6 +81,8 @@ class Embedder:
         vecs = model.encode(texts, batch_size=self.settings.batch_size,
                             normalize_embeddings=True, convert_to_numpy=True,
                             show_progress_bar=progress)
+        if len(texts) >= TRIM_TEXTS:  # a batch's activations go back to the OS (an ingest
+            trim_heap()  # kept ~150 MB); a question's one or few texts skip the ~1 ms call
         return np.asarray(vecs, dtype=np.float32)
 
     def embed_one(self, text: str) -> np.ndarray:
