@@ -40,7 +40,7 @@ from rag.prompt import (
 from rag.retrieve import Retriever
 from rag.route import Route, Router, clean_question
 from rag.store import Store
-from rag.translate import Translator
+from rag.translate import Translator, translation_settings
 from rag.types import (
     Answer,
     AnswerSentence,
@@ -107,14 +107,16 @@ class Assistant:
     """One per process: models load once, on first use; every call keeps its own state."""
 
     def __init__(self, settings: Settings, store: Store, embedder: Embedder,
-                 retriever: Retriever, generator: Generator) -> None:
+                 retriever: Retriever, generator: Generator,
+                 translation: Generator | None = None) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.retriever = retriever
         self.generator = generator
         self.sentences = SentenceIndex(embedder)
-        self.translator = Translator(generator)
+        # questions into English by the translation model when one is configured apart
+        self.translator = Translator(generator, translation)
         self.router = Router(settings.route, retriever, self.sentences,
                              self.translator.to_english, settings.answer.max_question_chars)
 
@@ -122,8 +124,9 @@ class Assistant:
     def from_settings(cls, settings: Settings) -> Assistant:
         store = Store(settings.store, settings.paths.data)
         embedder = Embedder(settings.embed)
+        tsettings = translation_settings(settings)
         return cls(settings, store, embedder, Retriever(settings.retrieve, store, embedder),
-                   Generator(settings))
+                   Generator(settings), Generator(tsettings) if tsettings else None)
 
     def warm_up(self) -> None:
         """Load what a first question would (index, embedder, language models, the model,
@@ -428,7 +431,8 @@ class Assistant:
         long_form, start, end = found
         spans = sentence_spans(paper.clean)
         s, e = next(((s, e) for s, e in spans if s <= start < e), (start, end))
-        text = f"{acr} stands for {long_form} ({paper.label}, {paper.id})."
+        # the long form in quotes: a translation keeps quoted words as written (translate.py)
+        text = f"{acr} stands for \u201c{long_form}\u201d ({paper.label}, {paper.id})."
         ev = Evidence(paper.id, s, e, 1.0)
         return Answer(question=q, text=f"{text} [1]", citations=(citation(1, paper, ev),),
                       hits=tuple(hits), abstained=False,

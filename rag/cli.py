@@ -31,13 +31,17 @@ def _components(settings: Settings) -> Any:
 
 
 def cmd_prepare(args: argparse.Namespace, s: Settings) -> int:
-    from rag.models import prepare
+    from rag.models import prepare, prepare_gguf
+    from rag.translate import translation_settings
 
     presets = [args.preset] if args.preset else [s.generate.preset]
     for name in presets:
         path = prepare(s.model_copy(update={"generate": s.generate.model_copy(
             update={"preset": name})}), progress=True)
         print(f"model ready: {path}")
+    translation = translation_settings(s)
+    if translation is not None and not args.preset:  # its GGUF file; llama.cpp runs it
+        print(f"translation model ready: {prepare_gguf(translation, progress=True)}")
     return 0
 
 

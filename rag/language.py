@@ -41,6 +41,9 @@ _SCRIPTS = [  # (pattern, language when lingua is unsure); scripts English never
     (re.compile(r"[\u0370-\u03ff]"), "el"),
 ]
 
+# a coined name: a capital or digit after a letter, or two capitals (TaRO, SSL4RL, GPQA)
+_NAME = re.compile(r"(?<![\w-])(?=[\w@.-]*[A-Za-z])[\w@.-]*(?:[a-z][A-Z]|[A-Z]{2}|\d)[\w@.-]*")
+
 _detector: Any = None
 _lock = threading.Lock()
 
@@ -70,7 +73,10 @@ def detect(text: str, min_confidence: float = 0.25) -> str:
             break
     else:
         script = ""
-    values = _load().compute_language_confidence_values(text)
+    # coined names belong to no language and sway lingua: "Che cosa significa la sigla TaRO?"
+    # read as Spanish, and as Italian without "TaRO"
+    words = _NAME.sub(" ", text)
+    values = _load().compute_language_confidence_values(words if words.strip() else text)
     if not values:
         return script or "en"
     top = values[0]

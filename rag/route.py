@@ -44,13 +44,13 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 _FINDING = re.compile(
     r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
     r"\b(?:is|are|does|do)\s+there\s+(?:be\s+|exist\s+)?(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
-    r"(?P<n2>papers?|works?|stud(?:y|ies)|research|something|anything)\b|"
-    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|works?)\b|"
-    r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|work|study)\b|"
+    r"(?P<n2>papers?|articles?|publications?|works?|stud(?:y|ies)|research|something|anything)\b|"
+    r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|articles?|works?)\b|"
+    r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|article|work|study)\b|"
     r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|\bwhich (?P<n9>one)\s*\??\s*$|"
     r"^(?:i|we) (?:remember|recall|once read|read) (?:a|an|some|the) (?P<n6>\w+)|"
     r"\bwhat (?P<n7>work|research|papers)\s+(?:is|are|exists?)\s+(?:there\s+)?(?:on|about|in)\b|"
-    r"\b(?:any|some) (?P<n8>papers?|works?|research)\s+(?:on|about|that|which|using|in)\b|"
+    r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+(?:on|about|that|which|using|in)\b|"
     r"\b(?:looking|searching) for (?:a |an |any |some )?(?P<n10>papers?|works?|something|anything)"
     r"\s+(?:on|about|that|which|using|in)\b",
     re.IGNORECASE)

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from rag import language
+from rag.config import Settings
+from rag.errors import ModelError
 from rag.evaluate import numbers
 from rag.generate import Generator
 from rag.prompt import markers_in, strip_markers
@@ -58,10 +60,15 @@ _LINE = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\n:()\[\]]{1,120}? \([\w.-]+\):\s+)?")
 _CODED = re.compile(r"\b(?=[\w.@]*[A-Za-z])(?=[\w.@]*(?:\d|@|[a-z][A-Z]))[A-Za-z][\w.@]*[\w@]\b")
 
 
+_QUOTED = re.compile(r"\u201c([^\u201d\n]{2,120})\u201d")  # “words kept as written”
+
+
 def anchors(text: str) -> set[str]:
-    """What a translation must keep: coined names and numbers (not paper ids), case-folded;
-    ordinary words and acronyms are the translator's to translate."""
-    return {m.group().lower() for m in _CODED.finditer(text)} | numbers(text)
+    """What a translation must keep: coined names, numbers (not paper ids) and words in
+    curly quotes (an acronym's long form), case-folded; ordinary words and acronyms are the
+    translator's to translate."""
+    return {m.group().lower() for m in _CODED.finditer(text)} | numbers(text) | \
+        {m.group(1).lower() for m in _QUOTED.finditer(text)}
 
 
 def lost(english: str, translated: str, names: frozenset[str] = frozenset()) -> set[str]:
@@ -97,13 +104,40 @@ def _untranslated(english: str, out: str) -> bool:
     return not total or sum(len(w) for w in said if w in given) >= 0.8 * total
 
 
+def translation_settings(settings: Settings) -> Settings | None:
+    """The settings of the model that translates questions into English (`translate.preset`
+    on llama.cpp), or None when the answer model does: no preset set, the same preset, or a
+    remote (openai) engine."""
+    preset = settings.translate.preset
+    if not preset or preset == settings.generate.preset or settings.generate.engine == "openai":
+        return None
+    return settings.model_copy(update={"generate": settings.generate.model_copy(update={
+        "preset": preset, "engine": "llama.cpp", "draft_preset": "", "ngram_draft_tokens": None})})
+
+
 class Translator:
-    def __init__(self, generator: Generator) -> None:
+    """Questions into English with `english` (the translation model, when one is configured
+    apart), answers back with `generator` (the answer model). When `english` cannot load (its
+    model is not prepared, say) the answer model translates questions too, from then on; the
+    reason is kept in `failed` and logged once."""
+
+    def __init__(self, generator: Generator, english: Generator | None = None) -> None:
         self.generator = generator
+        self.english = english
+        self.failed = ""  # why `english` could not be used, once it failed
 
     def to_english(self, text: str, lang: str) -> str:
-        prompt = self.generator.format_chat(TO_ENGLISH, text, history=SHOTS)
-        out = self.generator.generate(prompt, max_new_tokens=min(160, 40 + 2 * len(text)))
+        limit = min(160, 40 + 2 * len(text))
+        gen = self.generator
+        if self.english is not None and not self.failed:
+            try:
+                out = self.english.generate(self.english.format_chat(TO_ENGLISH, text, SHOTS), limit)
+                return " ".join(out.split())
+            except ModelError as e:
+                self.failed = str(e)
+                log.warning("the translation model is unavailable (%s); the answer model "
+                            "translates instead", e)
+        out = gen.generate(gen.format_chat(TO_ENGLISH, text, history=SHOTS), limit)
         return " ".join(out.split())
 
     def from_english(self, text: str, lang: str) -> str:

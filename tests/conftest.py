@@ -57,11 +57,15 @@ def retriever(settings, embedder):
 
 @pytest.fixture(scope="session")
 def assistant(settings, embedder, retriever):
-    """The real assistant with the real default generator (loaded on first answer)."""
+    """The real assistant with the real default generator and translation model (each
+    loaded on first use), as `Assistant.from_settings` builds it."""
     from rag.assistant import Assistant
     from rag.generate import Generator
+    from rag.translate import translation_settings
 
-    return Assistant(settings, retriever.store, embedder, retriever, Generator(settings))
+    translation = translation_settings(settings)
+    return Assistant(settings, retriever.store, embedder, retriever, Generator(settings),
+                     Generator(translation) if translation else None)
 
 
 @pytest.fixture()

@@ -37,6 +37,21 @@ def test_defined_finds_only_definitions_in_so_many_words(acronym, long_form):
         assert ABSTRACT[found[1]:found[2]] == long_form
 
 
+@pytest.mark.parametrize("acronym,long_form", [
+    ("FIRE-BENCH", "Full-cycle Insight Rediscovery Evaluation"),  # the part before the hyphen
+    ("TaRO", "Temporal-Aware Reasoning Optimization"),
+    ("QBench", None),  # parentheses after it that do not spell it
+])
+def test_defined_reads_a_long_form_in_parentheses_after_the_name(acronym, long_form):
+    text = ("We introduce FIRE-BENCH (Full-cycle Insight Rediscovery Evaluation), a benchmark, "
+            "and TaRO (Temporal-Aware Reasoning Optimization), a method. QBench (see Table 2) "
+            "is older.")
+    found = guard.defined(acronym, _paper(text))
+    assert (found[0] if found else None) == long_form
+    if found:
+        assert text[found[1]:found[2]] == long_form
+
+
 def test_gloss_text_spells_out_the_first_use_only():
     defined = definitions([_paper()])
     assert set(defined) == {"MLLM", "SSL", "RL"}

@@ -167,9 +167,23 @@ def test_acronym_expansion_is_read_from_the_abstract(papers):
     ("Is there work on unlearning in this collection?", "many"),
     ("A theory paper on forgetting - which is it?", "one"),
     ("What speedup does SVOO achieve?", None),
+    # "article" is how translations of artículo / articolo / Artikel / статья come out
+    ("Is there an article about federated learning?", "one"),
+    ("Which articles study video generation?", "many"),
+    ("Are there any publications on bandits here?", "many"),
 ])
 def test_finding_questions(question, kind):
     assert finding_kind(question) == kind
+
+
+@pytest.mark.parametrize("question,lang", [
+    ("Che cosa significa la sigla TaRO?", "it"),  # read as Spanish with the name counted
+    ("Che cosa significa SSL4RL?", "it"),
+    ("What does TaRO stand for?", "en"),
+    ("SSL4RL GPQA", "en"),  # names alone: no language to tell
+])
+def test_coined_names_do_not_sway_language_identification(question, lang):
+    assert language.detect(question) == lang
 
 
 def test_definition_questions():

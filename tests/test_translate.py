@@ -3,12 +3,24 @@ ordinary words it is there to translate."""
 
 from __future__ import annotations
 
-from rag.translate import anchors, lost
+import pytest
+
+from rag.config import load_settings
+from rag.translate import anchors, lost, translation_settings
 
 
 def test_anchors_are_coined_names_and_numbers_not_paper_ids_or_words():
     got = anchors("TaRO (003-14) uses leak@k on 1,168 examples with two-player games.")
     assert got == {"taro", "leak@k", "1168"}
+
+
+def test_words_in_curly_quotes_are_kept_as_written():
+    en = "TaRO stands for \u201cTemporal-Aware Reasoning Optimization\u201d (TaRO, 003-14)."
+    assert "temporal-aware reasoning optimization" in anchors(en)
+    kept = "TaRO significa \u201cTemporal-Aware Reasoning Optimization\u201d (TaRO, 003-14)."
+    assert lost(en, kept) == set()
+    assert lost(en, "TaRO significa ottimizzazione del ragionamento temporale (TaRO, 003-14).") == \
+        {"temporal-aware reasoning optimization"}
 
 
 def test_a_translation_that_drops_a_number_or_name_is_caught():
@@ -60,3 +72,38 @@ def test_a_line_handed_back_in_english_is_told_from_a_short_translation():
     assert not _untranslated(en, "L'abstracto di Blend-ASC (004-03) non dice questo.")
     assert not _untranslated(en, "Blend-ASC (004-03) 的摘要没有说明这一点。")
     assert _untranslated(en, "")
+
+
+def test_the_translation_model_runs_on_llamacpp_unless_the_answer_model_is_the_one():
+    def settings(translate: str, preset: str = "qwen2.5-0.5b", engine: str = "transformers"):
+        return load_settings(translate={"preset": translate},
+                             generate={"preset": preset, "engine": engine})
+
+    t = translation_settings(settings("qwen2.5-1.5b"))
+    assert t is not None and (t.generate.preset, t.generate.engine) == ("qwen2.5-1.5b", "llama.cpp")
+    assert t.generate.draft_preset == ""  # the answer model's speculation is not carried over
+    assert translation_settings(settings("")) is None  # the answer model translates
+    assert translation_settings(settings("qwen2.5-0.5b")) is None  # the same model
+    assert translation_settings(settings("qwen2.5-1.5b", engine="openai")) is None  # remote
+
+
+@pytest.mark.model
+def test_a_missing_translation_model_hands_over_to_the_answer_model(settings, embedder,
+                                                                    retriever, assistant,
+                                                                    tmp_path):
+    """Not prepared, deleted or corrupt: the question is still translated and answered, by
+    the answer model, and the reason is kept (and logged once)."""
+    from rag.assistant import Assistant
+    from rag.generate import Generator
+
+    gone = tmp_path / "gone.gguf"
+    s = settings.model_copy(update={"translate": settings.translate.model_copy(
+        update={"preset": str(gone)})})
+    translation = translation_settings(s)
+    assert translation is not None
+    a = Assistant(s, retriever.store, embedder, retriever, assistant.generator,
+                  Generator(translation))
+    ans = a.ask("¿De dónde saca SSL4RL sus recompensas?")
+    assert "gone.gguf" in a.translator.failed
+    assert not ans.abstained and ans.language == "es", ans.text
+    assert "000-01" in {c.paper_id for c in ans.citations if c.supported}
