@@ -43,7 +43,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 _FINDING = re.compile(
     r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
-    r"\b(?:is|are|does|do)\s+there\s+(?:be\s+|exist\s+)?(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
+    r"\b(?:is|are|does|do)\s+there\s+(?:also\s+)?(?:be\s+|exist\s+)?(?:a|an|any)?\s*(?:other\s+)?(?:recent\s+)?"
     r"(?P<n2>papers?|articles?|publications?|works?|stud(?:y|ies)|research|something|anything)\b|"
     r"\b(?:find|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?P<n3>papers?|articles?|works?)\b|"
     r"\b(?:what|which)\s+(?:was|is)\s+(?:the|that)\s+(?P<n4>paper|article|work|study)\b|"
@@ -255,6 +255,8 @@ class Router:
         identify = _IDENTIFY.search(q.search) if kind is None and not q.named else None
         if identify:  # "which detector treats ...?": asks which paper's method it is
             kind = "many" if identify.group("plural") else "one"
+        elif kind is None and not q.named and _YESNO.match(q.search):
+            kind = "one"  # "Is infrared also used like that for dark videos?": yes, in this paper
         if kind is not None:
             return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match",
                          q, find=kind, evidence=evidence)
@@ -329,6 +331,11 @@ _IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:\w+\s+)?(?:method|approach|fram
                        r"(?!\s+(?:does|do|did|is|are|was|were)\s+(?:it|they|this|that|its|their|"
                        r"the\s+(?:paper|work|study|authors?|method|approach|model)s?)\b)",
                        re.IGNORECASE)
+# a yes/no question about something other than "the paper", "it" or "this method": naming
+# no paper, it asks whether the collection has such work ("Can X be done without Y?")
+_YESNO = re.compile(r"^\s*(?:(?:okay|ok|and|so|also|then)\b[.,]?\s+)*(?:is|are|does|do|did|can|could|has|"
+                    r"have|was|were)\s+(?!(?:the|this|that|these|those|its?|their|they|he|she|you|"
+                    r"we|i)\b)", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 _CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words
 

@@ -37,14 +37,11 @@ KNOWN = {
 }
 
 
-# Misroutes that depend on the local model's translation (so on the engine the machine's
-# timing chose): expected to fail with today's 0.5B translations, not asserted either way.
-TRANSLATION = {
-    "有哪些论文研究视频生成的加速？":
-        "translated as 'Which papers research video generation?' (the speed-up is lost): 0.342",
-    "Quels articles portent sur les bandits ?":
-        "translated as 'Which articles portent on the bandits?': best cosine 0.323",
-}
+# Misroutes that depend on the local model's translation: none left. The two the 0.5B's
+# translations lost ("有哪些论文研究视频生成的加速？" -> "Which papers research video generation?",
+# "Quels articles portent sur les bandits ?" -> "Which articles portent on the bandits?") are
+# found since the 1.5B translates questions ([translate] preset), and are asserted again.
+TRANSLATION: dict[str, str] = {}
 
 
 def _case(row: dict) -> object:
