@@ -270,17 +270,12 @@ def defined(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
     """The long form the abstract writes just before "(ACRONYM)", as in "self-supervised
     learning (SSL)" or "Multi-modal Large Language Models (MLLMs)", or in parentheses just
     after it, as in "FIRE-BENCH (Full-cycle Insight Rediscovery Evaluation)", whose initials
-    spell the acronym or its part before a hyphen."""
+    spell the acronym or its part before a hyphen, when the abstract has no definition of the
+    first kind ("ePC (error-based PC)" must not replace "Predictive Coding (PC)")."""
     core = acronym[:-1] if acronym.endswith("s") and acronym[:-1].isupper() else acronym
     target = [c.lower() for c in core if c.isalpha()]
     if len(target) < 2:
         return None
-    first = [c.lower() for c in core.split("-")[0] if c.isalpha()]
-    for m in re.finditer(r"(?<![\w-])" + re.escape(core) + r"s?\s*\(([^()]{3,160})\)", paper.clean):
-        words = re.findall(r"[A-Za-z][\w'-]*", m.group(1))
-        if words and words[0].lower() not in _GLUE and (
-                _spells(words, target) or (len(first) >= 2 and _spells(words, first))):
-            return m.group(1).strip(), m.start(1), m.end(1)
     for m in re.finditer(r"\(\s*" + re.escape(core) + r"s?\s*[),;]", paper.clean):
         before = list(re.finditer(r"[A-Za-z][\w'-]*", paper.clean[:m.start()]))[-(len(target) + 3):]
         if before and paper.clean[before[-1].end():m.start()].strip():
@@ -290,4 +285,11 @@ def defined(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
             if run[0].lower() not in _GLUE and _spells(run, target):
                 return paper.clean[before[k].start():before[-1].end()], before[k].start(), \
                     before[-1].end()
+    # only when no "long form (ACR)" does: that one is the definition
+    first = [c.lower() for c in core.split("-")[0] if c.isalpha()]
+    for m in re.finditer(r"(?<![\w-])" + re.escape(core) + r"s?\s*\(([^()]{3,160})\)", paper.clean):
+        words = re.findall(r"[A-Za-z][\w'-]*", m.group(1))
+        if words and words[0].lower() not in _GLUE and (
+                _spells(words, target) or (len(first) >= 2 and _spells(words, first))):
+            return m.group(1).strip(), m.start(1), m.end(1)
     return None

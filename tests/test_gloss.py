@@ -52,6 +52,11 @@ def test_defined_reads_a_long_form_in_parentheses_after_the_name(acronym, long_f
         assert text[found[1]:found[2]] == long_form
 
 
+def test_a_definition_before_the_acronym_wins_over_parentheses_after_it():
+    text = "Predictive Coding (PC) is old. Our PC (Parallel Circuit) variant is new."
+    assert guard.defined("PC", _paper(text))[0] == "Predictive Coding"
+
+
 def test_gloss_text_spells_out_the_first_use_only():
     defined = definitions([_paper()])
     assert set(defined) == {"MLLM", "SSL", "RL"}
