@@ -14,9 +14,11 @@ Writes bench/results-memory.json.
 from __future__ import annotations
 
 import argparse
+import re
 import resource
 import shutil
 import sys
+import sysconfig
 import tempfile
 import time
 from collections import defaultdict
@@ -58,7 +60,20 @@ def top_mappings(n: int = 15) -> list[dict[str, Any]]:
     except OSError:
         return []
     top = sorted(rss.items(), key=lambda kv: -kv[1])[:n]
-    return [{"mapping": k, "rss_mb": round(v, 1)} for k, v in top]
+    return [{"mapping": portable(k), "rss_mb": round(v, 1)} for k, v in top]
+
+
+def portable(path: str) -> str:
+    """A mapped file's path without this machine's folders: '<site-packages>/torch/...',
+    '<models>/qwen2.5-1.5b/model.gguf' (results are committed and read elsewhere)."""
+    from rag.config import load_settings
+
+    for prefix, tag in ((sysconfig.get_paths()["purelib"], "<site-packages>"),
+                        (str(load_settings().paths.models), "<models>"), (str(ROOT), "<repo>"),
+                        (str(Path.home()), "~")):
+        if path.startswith(prefix.rstrip("/") + "/"):
+            return tag + path[len(prefix.rstrip("/")):]
+    return re.sub(r"^/tmp/[^/]+", "<tmp>", path)
 
 
 class Steps:
