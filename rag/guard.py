@@ -146,15 +146,16 @@ backbones baseline baselines suite suites""".split())
 _NAMED_BY = _NAMED_ONLY | frozenset(_stem(w) for w in """model models architecture architectures
 family families environment environments language languages metric metrics network networks
 task tasks domain domains game games""".split())
-# a coined name: letters with digits ("ResNet-50", "Wan2.1"), a capital after a lowercase
-# letter ("LLaMA", "DeltaNet"), or two capitals running ("GPQA", "TOFU")
-_NAME = re.compile(r"(?<![\w-])(?=[\w-]*(?:[a-z][A-Z]|[A-Z]{2}|[A-Za-z]\d|\d[A-Za-z]))[A-Za-z0-9][\w-]*")
+# a coined name (language identification sets these aside too): letters with digits
+# ("ResNet-50", "Wan2.1"), a capital after a lowercase letter ("LLaMA", "DeltaNet"), or two
+# capitals running ("GPQA", "TOFU")
+NAME = re.compile(r"(?<![\w-])(?=[\w-]*(?:[a-z][A-Z]|[A-Z]{2}|[A-Za-z]\d|\d[A-Za-z]))[A-Za-z0-9][\w-]*")
 
 
 def new_names(answer: str, question: str, source: str) -> set[str]:
     """Coined names in `answer` that `question` lacks and the abstract `source` has."""
     asked_words = question.lower()
-    found = {m.group(0).rstrip("-") for m in _NAME.finditer(re.sub(r"\[\d+\]", " ", answer))}
+    found = {m.group(0).rstrip("-") for m in NAME.finditer(re.sub(r"\[\d+\]", " ", answer))}
     return {n for n in found if n.lower() not in asked_words and n in source}
 
 

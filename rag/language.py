@@ -13,6 +13,7 @@ import re
 import threading
 from typing import Any
 
+from rag.guard import NAME
 from rag.heap import trim_heap
 
 log = logging.getLogger(__name__)
@@ -40,9 +41,6 @@ _SCRIPTS = [  # (pattern, language when lingua is unsure); scripts English never
     (re.compile(r"[\u0e00-\u0e7f]"), "th"),
     (re.compile(r"[\u0370-\u03ff]"), "el"),
 ]
-
-# a coined name: a capital or digit after a letter, or two capitals (TaRO, SSL4RL, GPQA)
-_NAME = re.compile(r"(?<![\w-])(?=[\w@.-]*[A-Za-z])[\w@.-]*(?:[a-z][A-Z]|[A-Z]{2}|\d)[\w@.-]*")
 
 _detector: Any = None
 _lock = threading.Lock()
@@ -73,9 +71,9 @@ def detect(text: str, min_confidence: float = 0.25) -> str:
             break
     else:
         script = ""
-    # coined names belong to no language and sway lingua: "Che cosa significa la sigla TaRO?"
+    # coined names (guard.NAME) belong to no language and sway lingua: "Che cosa significa la sigla TaRO?"
     # read as Spanish, and as Italian without "TaRO"
-    words = _NAME.sub(" ", text)
+    words = NAME.sub(" ", text)
     values = _load().compute_language_confidence_values(words if words.strip() else text)
     if not values:
         return script or "en"
