@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import cover, extract, guard, models
+from rag import cover, extract, guard, models, names
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -416,6 +416,10 @@ class Assistant:
         if target not in papers:
             return None
         paper = papers[target]
+        absent = self._absent(q, paper, papers)
+        if absent:  # "What Elo rating does it reach on Go?": the abstract never names Go
+            return self._not_stated(q, [], papers, hits, closest, notice, "not-stated",
+                                    first=target, missing=absent)
         _, vecs = self.sentences.get(paper)
         close = float((vecs @ self.embedder.embed_one(_without(q, paper.label))).max()) \
             if len(vecs) else 0.0
@@ -446,8 +450,8 @@ class Assistant:
         the paper states it. A number question takes the paper's best sentence that holds a
         number and scores >= answer.rescue_number; any other, its best sentence when that scores
         >= answer.rescue (fitted on the dev split) or the question asks what X is."""
-        if target is None or target not in papers:
-            return None
+        if target is None or target not in papers or self._absent(q, papers[target], papers):
+            return None  # a name the abstract never mentions: none of its sentences answers
         paper = papers[target]
         ranked = self.sentences.rank(paper, _without(q, paper.label))
         picks: list[Evidence] = []
@@ -540,7 +544,8 @@ class Assistant:
         match the question best: a small model that missed a fact in five passages often
         finds it in three sentences. Kept only when it answers and the abstract backs it."""
         a = self.settings.answer
-        if target is None or target not in papers or a.second_look <= 0:
+        if target is None or target not in papers or a.second_look <= 0 or \
+                self._absent(q, papers[target], papers):
             return None
         paper = papers[target]
         best = self.sentences.rank(paper, _without(q, paper.label))[:a.second_look]
@@ -574,9 +579,15 @@ class Assistant:
                       abstained=False, sentences=sentences, closest=closest, notice=notice,
                       reason="second-look")
 
+    def _absent(self, q: str, paper: Paper, papers: dict[str, Paper]) -> list[str]:
+        """Names `q` asks about that `paper`'s abstract never mentions (guard.absent_names)."""
+        return names.absent_names(q, paper, names.common_names(papers),
+                                  self.settings.route.fuzzy_name)
+
     def _not_stated(self, q: str, passages: list[Passage], papers: dict[str, Paper],
                     hits: list[Hit], closest: tuple[str, ...], notice: str,
-                    reason: str, first: str | None = None) -> Answer:
+                    reason: str, first: str | None = None,
+                    missing: Sequence[str] = ()) -> Answer:
         if not passages and first is None:
             return Answer(question=q, text=NOT_STATED, citations=(), hits=tuple(hits),
                           abstained=True, reason=reason, closest=closest, notice=notice)
@@ -584,6 +595,10 @@ class Assistant:
         cite = looked_here(top, q, self.sentences)
         name = extract.paper_name(top)
         text = f"The abstract of {name} ({top.id}) does not state this [1]."
+        if missing:
+            shown = list(missing[:3])
+            said = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+            text = f"The abstract of {name} ({top.id}) does not state this: it never mentions {said} [1]."
         if reason == "unsupported":
             text = (f"I could not find this in the abstracts; the closest is {name} "
                     f"({top.id}) [1].")

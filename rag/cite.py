@@ -13,6 +13,7 @@ import numpy as np
 
 from rag.chunk import sentence_spans
 from rag.evidence import Evidence, SentenceIndex
+from rag.names import common_names, invented_names
 from rag.prompt import Passage, markers_in, strip_markers
 from rag.types import AnswerSentence, Citation, Paper
 
@@ -64,7 +65,9 @@ def attach(answer: str, passages: list[Passage], papers: dict[str, Paper],
     for (raw, text), vec in zip(keep, vecs, strict=True):
         prefer = {by_number[n] for n in markers_in(raw) if n in by_number}
         sup = best_support(text, vec, pool, index, prefer)
-        ok = sup is not None and sup.score >= threshold
+        # a name no source abstract writes ("the KCA similarity measure") is made up
+        ok = sup is not None and sup.score >= threshold and not invented_names(
+            text, pool, common_names(papers))
         if not ok:
             if drop_unsupported:
                 continue

@@ -28,6 +28,11 @@ _NUMBER = re.compile(
     re.IGNORECASE)
 _EXPANSION = re.compile(r"\bstands? for\b|\bshort for\b|\babbreviat|\bacronym\b|\bexpan(?:d|sion)\b|"
                         r"\bfull (?:name|form)\b", re.IGNORECASE)
+# "what does RULE mean?", "what is the R in RULE?": an acronym's meaning is its expansion
+_MEANS = re.compile(r"\bwhat (?:does|do|did) (?:the (?:name |acronym |abbreviation )?)?"
+                    r"[\"'\u201c]?[A-Za-z]*[A-Z][\w-]*[A-Z][\w-]*[\"'\u201d]? (?:mean|denote|refer to|"
+                    r"represent)\b|\bwhat is the [A-Za-z] in\b|\bwhat (?:does|do) the [A-Za-z] "
+                    r"(?:in [\w-]+ )?(?:mean|stand)")
 _WH = re.compile(r"\b(?:how many|how much|what|which|who|whose)\s+(.+)", re.IGNORECASE)
 _SKIP = frozenset("""is are was were the a an kind type sort of exact specific main two three
 four did does do has have had its their exactly precisely""".split())
@@ -79,7 +84,7 @@ class Asked:
 
 def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
     """What `question` (English) asks for; `names` are paper labels to skip over."""
-    kind: Kind = "expansion" if _EXPANSION.search(question) else \
+    kind: Kind = "expansion" if _EXPANSION.search(question) or _MEANS.search(question) else \
         "number" if _NUMBER.search(question) else "other"
     m = _WH.search(question)
     head: list[str] = []
@@ -286,6 +291,10 @@ def defined(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
             if run[0].lower() not in _GLUE and _spells(run, target):
                 return paper.clean[before[k].start():before[-1].end()], before[k].start(), \
                     before[-1].end()
+    for m in re.finditer(r"\(\s*" + re.escape(core) + r"s?\s*[),;]", paper.clean):
+        found = _schwartz_hearst(core, paper.clean, m.start())
+        if found:
+            return found
     # only when no "long form (ACR)" does: that one is the definition
     first = [c.lower() for c in core.split("-")[0] if c.isalpha()]
     for m in re.finditer(r"(?<![\w-])" + re.escape(core) + r"s?\s*\(([^()]{3,160})\)", paper.clean):
@@ -294,3 +303,44 @@ def defined(acronym: str, paper: Paper) -> tuple[str, int, int] | None:
                 _spells(words, target) or (len(first) >= 2 and _spells(words, first))):
             return m.group(1).strip(), m.start(1), m.end(1)
     return None
+
+
+def _schwartz_hearst(short: str, text: str, paren: int) -> tuple[str, int, int] | None:
+    """The long form before "(SHORT)" by Schwartz & Hearst's rule (PSB 2003): the shortest
+    run of at most min(|SHORT| + 5, 2|SHORT|) words ending at the parenthesis in which the
+    short form's letters and digits occur in order, right to left, its first one at the
+    start of a word. It reads "Bilevel Natural Language Actor-Critic (Bi-NAC)", whose
+    syllable and skipped word no initials rule spells."""
+    chars = [c.lower() for c in short if c.isalnum()]
+    if len(chars) < 2 or not chars[0].isalpha():
+        return None
+    words = list(re.finditer(r"[^\s]+", text[:paren]))
+    limit = min(len(chars) + 5, 2 * len(chars))
+    if not words or text[words[-1].end():paren].strip():
+        return None
+    for k in range(len(words) - 1, max(-1, len(words) - 1 - limit), -1):
+        start = words[k].start()
+        long_form = text[start:words[-1].end()]
+        first = long_form.split()[0].lower()
+        if first[0] != chars[0]:
+            continue  # the long form starts with the short form's first letter
+        if _sh_match(chars, long_form.lower()):
+            if first in _GLUE or re.search(r"(?<![\w-])" + re.escape(short) + r"(?![\w-])",
+                                           long_form):
+                return None  # "the GPU budget (GPU)": the name itself is no long form of it
+            return long_form, start, words[-1].end()
+    return None
+
+
+def _sh_match(chars: list[str], long_form: str) -> bool:
+    """Whether `chars` occur in `long_form` right to left, the first at a word start."""
+    i = len(long_form) - 1
+    for n in range(len(chars) - 1, -1, -1):
+        c = chars[n]
+        while i >= 0 and (long_form[i] != c or (
+                n == 0 and i > 0 and long_form[i - 1].isalnum())):
+            i -= 1
+        if i < 0:
+            return False
+        i -= 1
+    return True

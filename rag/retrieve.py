@@ -190,20 +190,24 @@ class Retriever:
 
     def named_papers(self, text: str) -> list[str]:
         """Paper ids whose distinctive names (or exact decimal numbers, like 1.93) occur in
-        `text`, in order of appearance."""
+        `text`: those named by their own label first, then the rest, each in order of
+        appearance. In "CLIP or LLaVA: which does PRISM use?" CLIP names only a paper that
+        mentions it in passing; PRISM names the paper asked about."""
         self._ensure()
-        found: list[tuple[int, str]] = []
+        found: list[tuple[int, int, str]] = []  # (0 for a paper's own label, position, id)
         low = text.lower()
         for m in re.finditer(r"(?<![\w.])\d+\.\d+(?![\d])", low):
             owners = self._numbers.get(m.group(), set())  # (a paper's whole number, see refresh)
             if len(owners) == 1:
-                found.append((m.start(), next(iter(owners))))
+                found.append((1, m.start(), next(iter(owners))))
         for run in {*_RUN.findall(low), ""}:  # only names whose first run the text has
             for name in self._names_by_run.get(run, ()):
                 hit = re.search(_BEFORE + re.escape(name) + _AFTER, low)
                 if hit:
-                    found.append((hit.start(), self._names[name]))
-        return list(dict.fromkeys(pid for _, pid in sorted(found)))
+                    pid = self._names[name]
+                    own = pid in self._papers and self._papers[pid].label.lower() == name
+                    found.append((0 if own else 1, hit.start(), pid))
+        return list(dict.fromkeys(pid for *_, pid in sorted(found)))
 
     def keyword(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
         self._ensure()

@@ -49,3 +49,21 @@ def test_detail_and_expansion_never_raise(paper, text, similarity):
         assert paper.clean[start:end] == long_form
     detail = missing_detail(text, paper, similarity, 0.45)
     assert detail is None or all(w in text.lower() for w in detail.split())  # words it asked
+
+
+_NAMES = st.sampled_from(["Go", "Elo", "LLaVA", "CLIP", "RDP-to-f-DP", "e.g.", "(", ")", "or",
+                          "such as", "SYSTEM", "OVERRIDE", "Wan 2.1", "ResNet-50", ",", "KCA"])
+NAMED = st.one_of(QUESTIONS, st.lists(st.one_of(WORDS, _NAMES), max_size=25).map(" ".join))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(PAPERS), NAMED)
+def test_name_checks_never_raise_and_name_only_what_the_text_has(paper, text):
+    from rag.names import absent_names, common_names, invented_names
+
+    by_id = {p.id: p for p in PAPERS}
+    absent = absent_names(text, paper, common_names(by_id))
+    assert all(n in text for n in absent)  # words of the question, as written
+    made_up = invented_names(text, [paper], common_names(by_id))
+    assert all(n in text for n in made_up)
+    assert invented_names(paper.clean[:300], [paper], common_names(by_id)) == []  # its own words
