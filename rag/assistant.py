@@ -268,7 +268,9 @@ class Assistant:
         yield Sources(q.hits, tuple(papers))
         yield Final(Answer(
             question=q.text, text="I can only answer questions about the ICML 2026 abstracts in "
-            "this collection, and none of them is close to this question.",
+            "this collection, and none of them is close to this question." if not route.missing
+            else "I can only answer questions about the ICML 2026 abstracts in this collection, "
+            f"and none of them mentions {_either(route.missing)}.",
             citations=(), hits=q.hits, abstained=True, reason="off-topic",
             closest=tuple(p.id for p in papers[:3]), notice=q.notice,
             seconds=time.perf_counter() - t0))
@@ -581,7 +583,7 @@ class Assistant:
 
     def _absent(self, q: str, paper: Paper, papers: dict[str, Paper]) -> list[str]:
         """Names `q` asks about that `paper`'s abstract never mentions (guard.absent_names)."""
-        return names.absent_names(q, paper, names.common_names(papers),
+        return names.absent_names(q, names.paper_mentions(paper), names.common_names(papers),
                                   self.settings.route.fuzzy_name)
 
     def _not_stated(self, q: str, passages: list[Passage], papers: dict[str, Paper],
@@ -596,9 +598,8 @@ class Assistant:
         name = extract.paper_name(top)
         text = f"The abstract of {name} ({top.id}) does not state this [1]."
         if missing:
-            shown = list(missing[:3])
-            said = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
-            text = f"The abstract of {name} ({top.id}) does not state this: it never mentions {said} [1]."
+            text = (f"The abstract of {name} ({top.id}) does not state this: it never "
+                    f"mentions {_either(missing)} [1].")
         if reason == "unsupported":
             text = (f"I could not find this in the abstracts; the closest is {name} "
                     f"({top.id}) [1].")
@@ -612,6 +613,12 @@ def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> A
     first = stats.first_token_seconds
     return replace(answer, first_token_seconds=None if first is None else t_gen - t0 + first,
                    prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+
+
+def _either(words: Sequence[str]) -> str:
+    """'A', 'A or B', 'A, B or C': at most three names, for a message."""
+    shown = list(words[:3])
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
 def _declined(plain: str) -> bool:

@@ -9,6 +9,8 @@ up, whatever its wording. Names are compared with their spacing, hyphens and cas
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from rag.guard import NAME
 from rag.types import Paper
@@ -18,27 +20,51 @@ _ENTITY = re.compile(r"(?<=[\s(,/\"'])([A-Z][\w@.+-]*[\w@+])")
 
 
 def _flat(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+    return re.sub(r"[\W_]", "", text.lower())
 
 
-def absent_names(question: str, paper: Paper, common: frozenset[str] = frozenset(),
+@dataclass(frozen=True)
+class Mentions:
+    """What a text (one abstract, or the whole corpus) mentions, for the name checks: its
+    words, its hyphenated and spaced runs written as one ("Wan 2.1" -> wan21), plurals and
+    singulars, and the initials of its runs of capitalised words ("Kullback-Leibler" -> kl),
+    all flattened; and its coined names, which a misspelling may mean."""
+
+    have: frozenset[str]
+    names: tuple[str, ...]
+
+
+def mentions(texts: Iterable[str], labels: Iterable[str] = ()) -> Mentions:
+    have: set[str] = set()
+    names: set[str] = {_flat(x) for x in labels if _flat(x)}
+    for text in texts:
+        have |= {w.lower() for w in re.findall(r"\w+", text)}
+        have |= {_flat(m.group(0)) for m in re.finditer(r"[\w@.+]+(?:[-/ ][\w@.+]+)?", text)}
+        names |= {_flat(m.group(0)) for m in NAME.finditer(text)}
+        for run in re.finditer(r"[A-Z][\w]*(?:[- ][A-Z][\w]*)+", text):
+            have.add("".join(w[0].lower() for w in re.split(r"[- ]", run.group(0))))
+    have |= names
+    have |= {w[:-1] for w in have if w.endswith("s")} | {w + "s" for w in have}
+    return Mentions(frozenset(have), tuple(sorted(names)))
+
+
+def paper_mentions(paper: Paper) -> Mentions:
+    return mentions([paper.clean], [paper.label])
+
+
+def absent_names(question: str, where: Mentions, common: frozenset[str] = frozenset(),
                  fuzzy: float = 80) -> list[str]:
-    """Names the question asks about that the named paper's abstract never mentions ("What
-    Elo rating does it reach on Go?" -> Elo): then the abstract cannot state the answer.
-    Names offered as options ("(e.g. ResNet-50 or Swin-L)", "CLIP or LLaVA") count only
-    when the abstract has none of them. A name the abstract writes in other spacing or
-    hyphenation, a hyphenated name whose parts it has ("RDP-to-f-DP"), a misspelling of
-    one of its names (rapidfuzz ratio >= `fuzzy`) and a field-wide acronym (`common`,
-    lowercased) count as mentioned; a sentence's first word is no name."""
-    from rapidfuzz import fuzz
+    """Names the question asks about that `where` (an abstract, or the corpus) never
+    mentions ("What Elo rating does it reach on Go?" -> Elo): then it cannot state the
+    answer. Names offered as options ("(e.g. ResNet-50 or Swin-L)", "CLIP or LLaVA") count
+    only when it has none of them. A name written in other spacing or hyphenation, a
+    hyphenated name whose parts it has ("RDP-to-f-DP"), the initials of its capitalised
+    words ("KL"), a misspelling of one of its names (rapidfuzz ratio >= `fuzzy`) and a
+    field-wide acronym (`common`) count as mentioned; a sentence's first word is no name."""
+    from rapidfuzz import fuzz, process
     from wordfreq import zipf_frequency
 
-    own = {_flat(n.group(0)) for n in NAME.finditer(paper.clean)} | {_flat(paper.label)}
-    # the abstract's words, and its hyphenated or spaced runs written as one ("Wan 2.1")
-    words = re.findall(r"[A-Za-z0-9]+", paper.clean)
-    have = {w.lower() for w in words} | own | {_flat(m.group(0)) for m in re.finditer(
-        r"[\w@.+]+(?:[-/ ][\w@.+]+)?", paper.clean)}
-    have |= {w[:-1] for w in have if w.endswith("s")} | {w + "s" for w in have}
+    have = where.have
     options = [(m.start(), m.end()) for m in _OPTIONS.finditer(question)]
     absent: list[str] = []
     offered: list[str] = []
@@ -56,8 +82,9 @@ def absent_names(question: str, paper: Paper, common: frozenset[str] = frozenset
             continue  # shouting ("SYSTEM OVERRIDE", "HACKED"), not a name
         # a compound of the question's own ("RDP-to-f-DP") names what its parts name
         parts = [_flat(x) for x in re.split(r"[-/]", word) if len(_flat(x)) >= 3]
-        if flat in have or ("-" in word and any(x in have for x in parts)) or \
-                any(fuzz.ratio(flat, o) >= fuzzy for o in own):
+        if flat in have or ("-" in word and any(x in have for x in parts)) or (
+                len(flat) >= 4 and process.extractOne(flat, where.names, scorer=fuzz.ratio,
+                                                      score_cutoff=fuzzy) is not None):
             offered_present |= option
             continue
         (offered if option else absent).append(word)
@@ -98,9 +125,8 @@ def invented_names(text: str, sources: list[Paper], common: frozenset[str]) -> l
     """Coined names in an answer sentence ("KCA") that none of its source abstracts writes
     (in any spacing or hyphenation) and that are no field-wide acronym: made up, so the
     sentence cannot be supported whatever its wording."""
-    have = {_flat(m.group(0)) for p in sources for m in re.finditer(
-        r"[\w@.+]+(?:[-/ ][\w@.+]+)?", p.clean)}
-    have |= {_flat(w) for p in sources for w in re.findall(r"[\w@.+-]+", p.clean)}
+    have = mentions(p.clean for p in sources).have | {
+        _flat(w) for p in sources for w in re.findall(r"[\w@.+-]+", p.clean)}
     out = []
     for m in NAME.finditer(re.sub(r"\[\d+\]|\b\d{3}-\d{2}\b", " ", text)):
         flat = _flat(m.group(0).rstrip("-"))

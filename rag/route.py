@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from rag import compare as cmp
-from rag import language
+from rag import language, names
 from rag.config import RouteSettings
 from rag.errors import RagError
 from rag.evidence import SentenceIndex
@@ -108,6 +108,7 @@ class Route:
     find: Literal["one", "many"] | None = None
     request: cmp.Request | None = None
     evidence: dict[str, float] = field(default_factory=dict)  # the numbers behind the choice
+    missing: tuple[str, ...] = ()  # decline: the names the question asks about that no abstract has
 
 
 class Router:
@@ -122,6 +123,8 @@ class Router:
         self.max_chars = max_chars
         self._vocab: dict[str, int] | None = None
         self._vocab_key = 0
+        self._mentions: names.Mentions | None = None
+        self._mentions_key = 0
 
     def warm_up(self) -> None:
         """Load what the first question would: lingua's models, wordfreq's list, the vocabulary."""
@@ -175,6 +178,16 @@ class Router:
     def refresh(self) -> None:
         """Forget the corpus vocabulary; the next question rebuilds it from the index."""
         self._vocab = None
+        self._mentions = None
+
+    def mentions(self) -> names.Mentions:
+        """What the indexed abstracts mention, for the name check (rag/names.py)."""
+        papers = self.retriever.papers
+        if self._mentions is None or self._mentions_key != len(papers):
+            self._mentions = names.mentions((p.clean for p in papers.values()),
+                                            (p.label for p in papers.values()))
+            self._mentions_key = len(papers)
+        return self._mentions
 
     def vocabulary(self) -> dict[str, int]:
         """Word counts of the indexed abstracts: what a typo is corrected towards."""
@@ -252,6 +265,12 @@ class Router:
         if not q.named and q.best < s.offtopic_threshold:
             return Route("decline", "off-topic: no abstract is close to this question", q,
                          evidence=evidence)
+        if not q.named:  # "... a new optimizer that replaces Adam?": no abstract says Adam
+            missing = names.absent_names(q.search, self.mentions(),
+                                         names.common_names(self.retriever.papers), s.fuzzy_name)
+            if missing:
+                return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
+                             evidence=evidence, missing=tuple(missing))
         identify = _IDENTIFY.search(q.search) if kind is None and not q.named else None
         if identify:  # "which detector treats ...?": asks which paper's method it is
             kind = "many" if identify.group("plural") else "one"

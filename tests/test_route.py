@@ -303,10 +303,10 @@ def test_only_a_name_answers_which_benchmarks():
 # ---- names the abstract never mentions, Schwartz-Hearst long forms, label-first names ----
 
 def test_a_name_the_abstract_never_mentions_means_the_detail_is_not_stated(papers):
-    from rag.names import absent_names, common_names
+    from rag.names import absent_names, common_names, paper_mentions
 
     common = common_names(papers)
-    bexa, prism = papers["003-01"], papers["003-12"]
+    bexa, prism = paper_mentions(papers["003-01"]), paper_mentions(papers["003-12"])
     assert absent_names("What Atari score does BEXA get on Pong?", bexa, common) == ["Atari", "Pong"]
     # one offered option the abstract has is enough: it may be the answer
     assert absent_names("Which suite, e.g. MuJoCo or DeepMind Control, does BEXA use?", bexa,
@@ -355,3 +355,9 @@ def test_an_answer_naming_what_no_source_writes_is_not_supported(assistant):
     real = "Pairs with more similar representation spaces achieve higher cooperation [1]."
     _, _, sents = attach(real, [passage], assistant.retriever.papers, assistant.sentences, 0.45)
     assert sents[0].supported
+
+
+def test_a_question_about_a_name_no_abstract_mentions_is_declined_saying_so(assistant):
+    a = assistant.ask("Is there a paper that benchmarks on the Atari game Montezuma's Revenge?")
+    assert a.abstained and a.reason == "off-topic"
+    assert "Atari" in a.text and not a.citations
