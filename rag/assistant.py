@@ -393,7 +393,8 @@ class Assistant:
         a = self.settings.answer
         text, cites, sents = attach(raw, passages, {left.id: left, right.id: right},
                                     self.sentences, a.support_threshold,
-                                    a.unsupported == "drop", fixed={left.id: 1, right.id: 2})
+                                    a.unsupported == "drop", fixed={left.id: 1, right.id: 2},
+                                    allowed=names.allowed_names(q, self.retriever.papers))
         if not any(x.supported for x in sents):  # nothing the abstracts back: the table only
             text, cites, sents = (cmp.UNVERIFIED, (), ())
         cells = tuple(c.citation for row in comp.rows for c in (row.left, row.right)
@@ -507,7 +508,8 @@ class Assistant:
                                                "not-stated" if target else "unsupported",
                                                first=target)
         text, citations, sentences = attach(raw, passages, papers, self.sentences,
-                                            a.support_threshold, a.unsupported == "drop")
+                                            a.support_threshold, a.unsupported == "drop",
+                                            allowed=names.allowed_names(q, papers))
         if not any(s.supported for s in sentences):
             about = target or (closest[0] if closest else None)
             rescued = self._rescue(q, about, papers, hits, closest, notice) or \
@@ -572,7 +574,8 @@ class Assistant:
                 not guard.answers_head(q, plain, (paper.label,), paper.clean):
             return None
         text, citations, sentences = attach(raw, [passage], papers, self.sentences,
-                                            a.support_threshold, a.unsupported == "drop")
+                                            a.support_threshold, a.unsupported == "drop",
+                                            allowed=names.allowed_names(q, papers))
         if not any(x.supported for x in sentences) or (
                 guard.asked(q).kind == "number" and not guard.states_quantity(
                     strip_markers(text))):

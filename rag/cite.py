@@ -13,7 +13,7 @@ import numpy as np
 
 from rag.chunk import sentence_spans
 from rag.evidence import Evidence, SentenceIndex
-from rag.names import common_names, invented_names
+from rag.names import invented_names
 from rag.prompt import Passage, markers_in, strip_markers
 from rag.types import AnswerSentence, Citation, Paper
 
@@ -44,12 +44,14 @@ def citation(marker: int, paper: Paper, ev: Evidence, supported: bool = True) ->
 
 def attach(answer: str, passages: list[Passage], papers: dict[str, Paper],
            index: SentenceIndex, threshold: float, drop_unsupported: bool = False,
-           fixed: dict[str, int] | None = None
+           fixed: dict[str, int] | None = None, allowed: frozenset[str] = frozenset()
            ) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
     """Rewrite `answer` with verified markers; returns (text, citations, sentences).
 
     Markers are renumbered 1.. over distinct cited papers in order of first use, so an
-    out-of-range or misplaced model marker never reaches the user."""
+    out-of-range or misplaced model marker never reaches the user. A sentence naming what
+    no passage's abstract writes is unsupported, unless the name is `allowed` (flattened:
+    the question's own names and field-wide acronyms, rag/names.py)."""
     by_number = {p.number: p.paper_id for p in passages}
     pool = [papers[p.paper_id] for p in passages if p.paper_id in papers]
     raw_sents = [answer[s:e] for s, e in sentence_spans(answer)]
@@ -67,7 +69,7 @@ def attach(answer: str, passages: list[Passage], papers: dict[str, Paper],
         sup = best_support(text, vec, pool, index, prefer)
         # a name no source abstract writes ("the KCA similarity measure") is made up
         ok = sup is not None and sup.score >= threshold and not invented_names(
-            text, pool, common_names(papers))
+            text, pool, allowed)
         if not ok:
             if drop_unsupported:
                 continue

@@ -121,18 +121,25 @@ def common_names(papers: dict[str, Paper]) -> frozenset[str]:
     return _COMMON[key]
 
 
-def invented_names(text: str, sources: list[Paper], common: frozenset[str]) -> list[str]:
+def invented_names(text: str, sources: list[Paper], allowed: frozenset[str]) -> list[str]:
     """Coined names in an answer sentence ("KCA") that none of its source abstracts writes
-    (in any spacing or hyphenation) and that are no field-wide acronym: made up, so the
-    sentence cannot be supported whatever its wording."""
+    (in any spacing or hyphenation) and that are not `allowed` (flattened: field-wide
+    acronyms, the question's own names): made up, so the sentence cannot be supported
+    whatever its wording."""
     have = mentions(p.clean for p in sources).have | {
         _flat(w) for p in sources for w in re.findall(r"[\w@.+-]+", p.clean)}
     out = []
     for m in NAME.finditer(re.sub(r"\[\d+\]|\b\d{3}-\d{2}\b", " ", text)):
         flat = _flat(m.group(0).rstrip("-"))
-        if len(flat) < 2 or flat in common or flat in have or flat.rstrip("s") in have:
+        if len(flat) < 2 or flat in allowed or flat in have or flat.rstrip("s") in have:
             continue
         if any(flat in h for h in have if len(flat) >= 4):  # "Wan2.1" inside "Wan2.1-T2V"
             continue
         out.append(m.group(0))
     return out
+
+
+def allowed_names(question: str, papers: dict[str, Paper]) -> frozenset[str]:
+    """What an answer to `question` may name without its sources writing it: the question's
+    own words (a user's "Bi-NCA", copied back) and the field-wide acronyms of `papers`."""
+    return common_names(papers) | {_flat(w) for w in re.findall(r"[\w@.+-]+", question)}

@@ -352,6 +352,13 @@ def test_an_answer_naming_what_no_source_writes_is_not_supported(assistant):
     made_up = "The pairs' representation spaces were compared with the QZR similarity measure [1]."
     _, _, sents = attach(made_up, [passage], assistant.retriever.papers, assistant.sentences, 0.45)
     assert not sents[0].supported
+    # a name the user wrote (a misspelt "Bi-NCA", say) may come back in the answer
+    from rag.names import allowed_names
+
+    asked = allowed_names("Was QZR the similarity measure?", assistant.retriever.papers)
+    _, _, sents = attach(made_up, [passage], assistant.retriever.papers, assistant.sentences, 0.45,
+                         allowed=asked)
+    assert sents[0].supported
     real = "Pairs with more similar representation spaces achieve higher cooperation [1]."
     _, _, sents = attach(real, [passage], assistant.retriever.papers, assistant.sentences, 0.45)
     assert sents[0].supported
