@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import cover, extract, guard, models, names
+from rag import cover, extract, guard, messages, models, names
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -266,11 +266,11 @@ class Assistant:
             return
         papers = _distinct_papers(list(q.hits), self.retriever.papers)
         yield Sources(q.hits, tuple(papers))
+        key = messages.OFF_TOPIC_NAMES if route.missing else messages.OFF_TOPIC
+        fields = (messages.names_field(route.missing),) if route.missing else ()
         yield Final(Answer(
-            question=q.text, text="I can only answer questions about the ICML 2026 abstracts in "
-            "this collection, and none of them is close to this question." if not route.missing
-            else "I can only answer questions about the ICML 2026 abstracts in this collection, "
-            f"and none of them mentions {_either(route.missing)}.",
+            question=q.text, text=messages.render(key, "en", fields) or "",
+            message=key, fields=fields,
             citations=(), hits=q.hits, abstained=True, reason="off-topic",
             closest=tuple(p.id for p in papers[:3]), notice=q.notice,
             seconds=time.perf_counter() - t0))
@@ -598,17 +598,13 @@ class Assistant:
                           abstained=True, reason=reason, closest=closest, notice=notice)
         top = papers[first or passages[0].paper_id]
         cite = looked_here(top, q, self.sentences)
-        name = extract.paper_name(top)
-        text = f"The abstract of {name} ({top.id}) does not state this [1]."
-        if missing:
-            text = (f"The abstract of {name} ({top.id}) does not state this: it never "
-                    f"mentions {_either(missing)} [1].")
-        if reason == "unsupported":
-            text = (f"I could not find this in the abstracts; the closest is {name} "
-                    f"({top.id}) [1].")
-        return Answer(question=q, text=text, citations=(cite,), hits=tuple(hits),
-                      abstained=True, reason=reason, closest=closest or (top.id,),
-                      notice=notice)
+        key = messages.UNSUPPORTED if reason == "unsupported" else \
+            messages.NOT_STATED_NAMES if missing else messages.NOT_STATED
+        fields = (("name", extract.paper_name(top)), ("id", top.id)) + (
+            (messages.names_field(missing),) if missing else ())
+        return Answer(question=q, text=messages.render(key, "en", fields) or "",
+                      citations=(cite,), hits=tuple(hits), abstained=True, reason=reason,
+                      closest=closest or (top.id,), notice=notice, message=key, fields=fields)
 
 
 def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> Answer:
@@ -616,12 +612,6 @@ def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> A
     first = stats.first_token_seconds
     return replace(answer, first_token_seconds=None if first is None else t_gen - t0 + first,
                    prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
-
-
-def _either(words: Sequence[str]) -> str:
-    """'A', 'A or B', 'A, B or C': at most three names, for a message."""
-    shown = list(words[:3])
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
 def _declined(plain: str) -> bool:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 
-from rag import language
+from rag import language, messages
 from rag.config import Settings
 from rag.errors import ModelError
 from rag.evaluate import numbers
@@ -158,6 +158,11 @@ class Translator:
         markers that closed it in English close it again."""
         if not answer.text.strip():
             return answer
+        fixed = messages.render(answer.message, lang, answer.fields) if answer.message else None
+        if fixed is not None:  # a decline: written in the language, not translated
+            return replace(answer, text=fixed, sentences=tuple(
+                AnswerSentence(strip_markers(fixed).strip(), s.markers, s.supported)
+                for s in answer.sentences[:1]))
         lines = answer.text.split("\n")
         bodies, tails, leads = [], [], []
         for line in lines:

@@ -91,6 +91,8 @@ class Answer:
     comparison: Comparison | None = None  # set when the question was a comparison request
     intent: str = ""  # the router's intent: ask, find, compare, followup, decline
     language: str = "en"  # ISO 639-1 code of the question, and of the answer text
+    message: str = ""  # a fixed message's key (rag/messages.py), written per language, not translated
+    fields: tuple[tuple[str, str], ...] = ()  # that message's fields: name, id, names
 
 
 @dataclass(frozen=True)

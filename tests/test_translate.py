@@ -107,3 +107,31 @@ def test_a_missing_translation_model_hands_over_to_the_answer_model(settings, em
     assert "gone.gguf" in a.translator.failed
     assert not ans.abstained and ans.language == "es", ans.text
     assert "000-01" in {c.paper_id for c in ans.citations if c.supported}
+
+
+def test_every_fixed_message_is_written_in_every_language_with_its_fields():
+    from rag import messages
+
+    fields = (("name", "DeltaStack"), ("id", "003-17"), messages.names_field(["Adam", "SGD"]))
+    for key, by_lang in messages.TEMPLATES.items():
+        assert set(by_lang) == set(messages.TEMPLATES[messages.OFF_TOPIC])  # no language missing
+        for lang in by_lang:
+            text = messages.render(key, lang, fields)
+            assert text and "{" not in text
+            if "{name}" in by_lang[lang]:
+                assert "DeltaStack" in text and "003-17" in text and "[1]" in text
+            if "{names}" in by_lang[lang]:
+                assert "Adam" in text and "SGD" in text
+    assert messages.render(messages.NOT_STATED, "sw", fields) is None  # left to the translator
+    assert messages.either(["Adam", "SGD", "Lion"], "de") == "Adam, SGD oder Lion"
+
+
+@pytest.mark.model
+def test_a_decline_in_another_language_is_the_written_message_not_a_translation(assistant):
+    from rag import messages
+
+    a = assistant.ask("Welche Lernrate verwendet DeltaStack beim Training?")
+    assert a.language == "de" and a.abstained and a.reason == "not-stated"
+    assert a.text == messages.render(a.message, "de", a.fields)
+    assert a.text.startswith("Der Abstract von DeltaStack (003-17) nennt das nicht")
+    assert a.citations and a.citations[0].paper_id == "003-17"
