@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import cover, extract, guard, messages, models, names
+from rag import cover, extract, guard, language, messages, models, names
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -586,8 +586,11 @@ class Assistant:
 
     def _absent(self, q: str, paper: Paper, papers: dict[str, Paper]) -> list[str]:
         """Names `q` asks about that `paper`'s abstract never mentions (guard.absent_names)."""
-        return names.absent_names(q, names.paper_mentions(paper), names.common_names(papers),
-                                  self.settings.route.fuzzy_name)
+        found = names.absent_names(q, names.paper_mentions(paper), names.common_names(papers),
+                                   self.settings.route.fuzzy_name)
+        if found and language.detect(q, self.settings.route.language_confidence) != "en":
+            return []  # an untranslated question: "Lernrate" is a German noun, not a name
+        return found
 
     def _not_stated(self, q: str, passages: list[Passage], papers: dict[str, Paper],
                     hits: list[Hit], closest: tuple[str, ...], notice: str,

@@ -265,7 +265,8 @@ class Router:
         if not q.named and q.best < s.offtopic_threshold:
             return Route("decline", "off-topic: no abstract is close to this question", q,
                          evidence=evidence)
-        if not q.named:  # "... a new optimizer that replaces Adam?": no abstract says Adam
+        if not q.named and (q.language == "en" or q.search != q.text):  # English text only:
+            # "... a new optimizer that replaces Adam?": no abstract says Adam
             missing = names.absent_names(q.search, self.mentions(),
                                          names.common_names(self.retriever.papers), s.fuzzy_name)
             if missing:

@@ -368,3 +368,10 @@ def test_a_question_about_a_name_no_abstract_mentions_is_declined_saying_so(assi
     a = assistant.ask("Is there a paper that benchmarks on the Atari game Montezuma's Revenge?")
     assert a.abstained and a.reason == "off-topic"
     assert "Atari" in a.text and not a.citations
+
+
+def test_names_are_checked_only_in_english_text(assistant):
+    # a question left untranslated (no translation model) capitalises German nouns
+    bexa, papers = assistant.paper("003-01"), assistant.retriever.papers
+    assert assistant._absent("What score does BEXA reach on the Atari games?", bexa, papers) == ["Atari"]
+    assert assistant._absent("Welche Lernrate nutzt BEXA für die Atari Spiele?", bexa, papers) == []
