@@ -39,6 +39,7 @@ def mentions(texts: Iterable[str], labels: Iterable[str] = ()) -> Mentions:
     names: set[str] = {_flat(x) for x in labels if _flat(x)}
     for text in texts:
         have |= {w.lower() for w in re.findall(r"\w+", text)}
+        have |= {w.lower() for w in re.findall(r"[^\W_]+", text)}  # "AP_r" says AP too
         have |= {_flat(m.group(0)) for m in re.finditer(r"[\w@.+]+(?:[-/ ][\w@.+]+)?", text)}
         names |= {_flat(m.group(0)) for m in NAME.finditer(text)}
         for run in re.finditer(r"[A-Z][\w]*(?:[- ][A-Z][\w]*)+", text):
