@@ -585,7 +585,7 @@ class Assistant:
                       reason="second-look")
 
     def _absent(self, q: str, paper: Paper, papers: dict[str, Paper]) -> list[str]:
-        """Names `q` asks about that `paper`'s abstract never mentions (guard.absent_names)."""
+        """Names `q` asks about that `paper`'s abstract never mentions (names.absent_names)."""
         found = names.absent_names(q, names.paper_mentions(paper), names.common_names(papers),
                                    self.settings.route.fuzzy_name)
         if found and language.detect(q, self.settings.route.language_confidence) != "en":

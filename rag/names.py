@@ -40,7 +40,10 @@ def mentions(texts: Iterable[str], labels: Iterable[str] = ()) -> Mentions:
     for text in texts:
         have |= {w.lower() for w in re.findall(r"\w+", text)}
         have |= {w.lower() for w in re.findall(r"[^\W_]+", text)}  # "AP_r" says AP too
-        have |= {_flat(m.group(0)) for m in re.finditer(r"[\w@.+]+(?:[-/ ][\w@.+]+)?", text)}
+        # runs with a capital or digit only ("Wan 2.1", "Kullback-Leibler"): every word pair
+        # of a 100k-abstract corpus would be tens of millions of strings
+        have |= {_flat(m.group(0)) for m in re.finditer(r"[\w@.+]+(?:[-/ ][\w@.+]+)?", text)
+                 if re.search(r"[A-Z0-9]", m.group(0))}
         names |= {_flat(m.group(0)) for m in NAME.finditer(text)}
         for run in re.finditer(r"[A-Z][\w]*(?:[- ][A-Z][\w]*)+", text):
             have.add("".join(w[0].lower() for w in re.split(r"[- ]", run.group(0))))

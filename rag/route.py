@@ -127,9 +127,11 @@ class Router:
         self._mentions_key = 0
 
     def warm_up(self) -> None:
-        """Load what the first question would: lingua's models, wordfreq's list, the vocabulary."""
+        """Load what the first question would: lingua's models, wordfreq's list, the vocabulary,
+        what the abstracts mention."""
         language.warm_up()
         self.correct("warm up the tpyo list")
+        self.mentions()
 
     # ---- the query --------------------------------------------------------------------------
 
