@@ -232,13 +232,16 @@ class Assistant:
         return self._hits(route), route.context, list(route.query.named)
 
     def turn(self, question: str, answer: str) -> Turn:
-        """A history turn from plain text (eval files, pasted chats): its papers are the
-        ones named in it, else the best match of its question."""
-        named = self.retriever.named_papers(f"{question} {answer}")
+        """A history turn from plain text (eval files, pasted chats): its papers are the ones
+        its question names ("Compare SSL4RL and TaRO": both), else the first one its answer
+        names, else the best match of its question."""
+        named = self.retriever.named_papers(question)
+        if not named:
+            named = self.retriever.named_papers(f"{question} {answer}")[:1]
         if not named:
             hits = self.retriever.search(question, k=1, group=True) if question.strip() else []
             named = [h.chunk.paper_id for h in hits]
-        return Turn(question, answer, tuple(named[:1]))
+        return Turn(question, answer, tuple(named))
 
     # ---- routes ---------------------------------------------------------------------------
 

@@ -262,8 +262,11 @@ class Router:
             generic = len(q.search.split()) <= 6 and _plain_words(q.search)
             if (prev_sim >= s.followup_min or generic) and \
                     (not alone_confident or set(q.named) & set(prev)):
+                # naming one of them ("How does TaRO do it?" after comparing two) narrows the
+                # follow-up to the ones it names
+                named = tuple(p for p in prev if p in q.named) or prev
                 return Route("followup", "refers to the previous answer's papers", q,
-                             context=prev, evidence=evidence)
+                             context=named, evidence=evidence)
         if not q.named and q.best < s.offtopic_threshold:
             return Route("decline", "off-topic: no abstract is close to this question", q,
                          evidence=evidence)
@@ -300,7 +303,9 @@ class Router:
         question ("which papers study exploration vs exploitation?") is not one."""
         for text in dict.fromkeys((q.text, q.search)):
             tail = re.match(r"^\s*(?:and|so|but|what about)?\s*(?:vs\.?|versus|compared (?:to|with))"
-                            r"\s+(.+?)[?.!]*$", text, re.IGNORECASE)
+                            r"\s+([^,;:]+?)[?.!]*$", text, re.IGNORECASE)
+            # (a side, not a clause: "Compared with vanilla SC, how many fewer samples does
+            # Blend-ASC draw?" asks a detail)
             if tail and history and history[-1].paper_ids and self._resolves(tail.group(1), history):
                 return cmp.Request("that", tail.group(1))  # "and versus PQL?" after a turn
             request = cmp.parse_request(text)

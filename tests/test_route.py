@@ -375,3 +375,18 @@ def test_names_are_checked_only_in_english_text(assistant):
     bexa, papers = assistant.paper("003-01"), assistant.retriever.papers
     assert assistant._absent("What score does BEXA reach on the Atari games?", bexa, papers) == ["Atari"]
     assert assistant._absent("Welche Lernrate nutzt BEXA für die Atari Spiele?", bexa, papers) == []
+
+
+@pytest.mark.model
+def test_a_follow_up_naming_one_side_of_a_comparison_is_about_that_paper(assistant):
+    """After "Compare SSL4RL and TaRO", "How does TaRO ...?" is about TaRO alone: it was
+    answered about SSL4RL (the turn's first paper), as "never mentions TaRO"."""
+    history = [assistant.turn("Compare SSL4RL and TaRO",
+                              "SSL4RL turns self-supervised tasks into rewards [1]; TaRO "
+                              "grounds video reasoning in timestamps [2].")]
+    assert history[0].paper_ids == ("000-01", "003-14")  # both sides the question named
+    route = assistant.router.route("How does TaRO pick its training samples?", history)
+    assert route.intent == "followup" and route.context == ("003-14",), route.reason
+    answer = assistant.ask("How does TaRO pick its training samples?", history)
+    assert not answer.abstained, answer.text
+    assert {c.paper_id for c in answer.citations} == {"003-14"}, answer.text
