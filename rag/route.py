@@ -173,6 +173,8 @@ class Router:
                 continue
             hit = process.extractOne(low, list(names), scorer=fuzz.ratio,
                                      score_cutoff=self.settings.fuzzy_name)
+            if hit and _shared_word_only(low, hit[0]):
+                continue  # "KL-regularized" is not "PDE-regularized"
             if hit and names[hit[0]] not in found:
                 found.append(names[hit[0]])
         return found
@@ -346,6 +348,22 @@ class Router:
         found = cmp.resolve_side(cmp.Parts(self.retriever, self.sentences,
                                            self.settings.offtopic_threshold + 0.1), side, history)
         return found.paper.id if found.status == "resolved" and found.paper else ""
+
+
+def _shared_word_only(token: str, name: str) -> bool:
+    """True when a hyphenated token resembles a hyphenated name through a shared word of 4+
+    letters alone: the parts left over share less than half their letters ("kl-regularized"
+    and "pde-regularized": "kl" and "pde"), where a misspelling keeps most ("bi-nca", "bi-nac";
+    "blend-ask", "blend-asc")."""
+    from rapidfuzz import fuzz
+
+    a, b = token.split("-"), name.split("-")
+    shared = {x for x in a if len(x) >= 4 and x in b}
+    if len(a) < 2 or len(b) < 2 or not shared:
+        return False
+    rest_a = "-".join(x for x in a if x not in shared)
+    rest_b = "-".join(x for x in b if x not in shared)
+    return bool(rest_a or rest_b) and fuzz.ratio(rest_a, rest_b) < 50
 
 
 _COMPARATIVE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b|\bcontrast\b|\bvs\.?\s|\bversus\b|"

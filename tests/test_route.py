@@ -390,3 +390,15 @@ def test_a_follow_up_naming_one_side_of_a_comparison_is_about_that_paper(assista
     answer = assistant.ask("How does TaRO pick its training samples?", history)
     assert not answer.abstained, answer.text
     assert {c.paper_id for c in answer.citations} == {"003-14"}, answer.text
+
+
+@pytest.mark.model
+def test_a_shared_word_alone_is_no_misspelt_name(assistant):
+    """'KL-regularized' resembles PQL's 'PDE-regularized' only through 'regularized' (rapidfuzz
+    ratio 83 >= fuzzy_name 80): a German question about KL-regularised policies was answered
+    about PQL. Misspellings still name their paper."""
+    named = assistant.router.named
+    assert named("What does KL-regularized policy optimization improve?") == []
+    assert named("What is PDE-regularised Q-learning?") == ["004-02"]
+    assert named("How does Bi-NCA train its actor?") == ["000-17"]
+    assert named("What does Blend-ASK improve?") == ["004-03"]
