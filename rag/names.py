@@ -73,6 +73,7 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
     absent: list[str] = []
     offered: list[str] = []
     offered_present = False
+    last: tuple[int, list[str]] | None = None  # (end, the list it went to) of the last name
     for m in _ENTITY.finditer(" " + question):
         at = m.start() - 1
         if re.search(r"(?:^|[.?!:;]['\"\u201d]?)\s*[(\"'\u201c]?$", question[:max(0, at)]):
@@ -80,6 +81,14 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
         word = m.group(1).rstrip(".")
         flat = _flat(word)
         option = any(s <= at < e for s, e in options)
+        follows = last is not None and question[last[0]:at] == " "
+        prev, last = last, (at + len(word), [])
+        if follows and word[1:].islower() and zipf_frequency(word.lower(), "en") >= 3.0:
+            # a plain word after a name is part of it ("DeepMind Control"): the name decides
+            if prev is not None and prev[1]:
+                prev[1][-1] += " " + word
+            last = (at + len(word), prev[1] if prev else [])
+            continue
         if len(flat) < 2 or flat in common:
             continue
         # Zipf 3.0 is the common-word line route.py's cue check uses; not fitted
@@ -93,6 +102,7 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
             offered_present |= option
             continue
         (offered if option else absent).append(word)
+        last = (at + len(word), offered if option else absent)
     if not offered_present:
         absent += offered
     return list(dict.fromkeys(absent))

@@ -30,6 +30,7 @@ import numpy as np
 from rag.config import RetrieveSettings
 from rag.embed import Embedder
 from rag.errors import InputError
+from rag.guard import defined
 from rag.store import IndexVersion, Store
 from rag.types import Chunk, Hit, Paper
 
@@ -79,8 +80,13 @@ _COINED = re.compile(r"(?<![\w@-])[A-Za-z][\w@]*(?:-[\w@]+)*(?![\w@-])")
 
 
 def coined_names(paper: Paper) -> set[str]:
-    """Name-like tokens of a paper: its label and words like SSL4RL, DroneDINO, leak@k."""
+    """Name-like tokens of a paper: its label, the long form its abstract defines for a
+    one-word label ("reverse flow matching (RFM)"), and words like SSL4RL, DroneDINO, leak@k."""
     names = {paper.label} if len(paper.label.split()) <= 3 else set()
+    if len(paper.label.split()) == 1:
+        long = defined(paper.label, paper)
+        if long and len(long[0].split()) >= 2:
+            names.add(long[0])
     for tok in _COINED.findall(paper.clean):
         inner = tok[1:]
         if len(tok) < 3 or inner.islower():  # no capital after the first letter: a plain word
@@ -205,9 +211,16 @@ class Retriever:
                 hit = re.search(_BEFORE + re.escape(name) + _AFTER, low)
                 if hit:
                     pid = self._names[name]
-                    own = pid in self._papers and self._papers[pid].label.lower() == name
+                    own = pid in self._papers and name in self._own_names(self._papers[pid])
                     found.append((0 if own else 1, hit.start(), pid))
         return list(dict.fromkeys(pid for *_, pid in sorted(found)))
+
+    @staticmethod
+    @functools.lru_cache(maxsize=4096)
+    def _own_names(paper: Paper) -> tuple[str, ...]:
+        """A paper's own names, lowercased: its label and the long form defined for it."""
+        long = defined(paper.label, paper) if len(paper.label.split()) == 1 else None
+        return (paper.label.lower(),) + ((long[0].lower(),) if long else ())
 
     def keyword(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
         self._ensure()
@@ -335,7 +348,8 @@ class IndexCache:
     it names (id, write stamp, count); anything else (missing, stale, unreadable,
     inconsistent) is a miss, logged, and the caller rebuilds."""
 
-    FORMAT = 2  # 2: name boundaries are ASCII name characters (rag/retrieve.py _NC)
+    FORMAT = 3  # 2: name boundaries are ASCII name characters (rag/retrieve.py _NC); 3: a
+    # one-word label's defined long form names its paper
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
