@@ -287,8 +287,10 @@ class Assistant:
         wide = list(q.pool) if route.find == "many" else []  # the same search, further down
         order = _distinct_papers(hits + wide, papers)[:10]
         ranked = extract.paper_scores(order, q.search, self.sentences, q.vector)
+        a = self.settings.answer
         chosen = extract.choose(order, ranked, route.find or "one",
-                                list(route.context) + list(q.named))
+                                list(route.context) + list(q.named), a.list_floor,
+                                a.list_spread, a.list_most)
         text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector,
                                                      self.settings.answer.complement)
         yield Token(strip_markers(text))

@@ -132,6 +132,14 @@ class AnswerSettings(BaseModel):
     # sentences (0: never); see Assistant._second_look and the README's dev table
     second_look: int = Field(3, ge=0)
     unsupported: Literal["mark", "drop"] = "mark"
+    # "which papers ...?" lists those whose best sentence scores >= list_floor and within
+    # list_spread of the best one's, at most list_most (rag/extract.py choose). A grid over
+    # the dev split's 27 answerable find-many rows (2026-12-01): 0.15/0.10/5 lists a right
+    # paper for 25 at 0.69 precision, where 0.30/0.20/6 did for 19 at 0.64: a paraphrased
+    # topic's sentences score 0.2-0.3, under the old floor, and the list fell to one paper
+    list_floor: float = 0.15
+    list_spread: float = 0.10
+    list_most: int = Field(5, gt=0)
 
 
 class RouteSettings(BaseModel):

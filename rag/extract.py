@@ -103,11 +103,10 @@ def quote(paper: Paper, picks: list[Evidence], marker: int = 1
 
 
 def choose(order: list[Paper], ranked: list[tuple[Paper, float]], kind: str, named: list[str],
-           floor: float = 0.3, spread: float = 0.2, most: int = 6) -> list[Paper]:
+           floor: float = 0.15, spread: float = 0.10, most: int = 5) -> list[Paper]:
     """Papers to list: for 'one' the retrieval winner (a named paper first); for 'many',
     named papers and those whose best sentence scores >= floor and within `spread` of the
-    best one's, at most `most` (a grid on the dev split's find rows: 6 lists 6/12 topics
-    fully at 96 % citation precision, 5 lists 4/12)."""
+    best one's, at most `most` (answer.list_* in config, fitted on the dev split)."""
     if not order:
         return []
     by_id = {p.id: p for p in order}
