@@ -41,7 +41,11 @@ STOP_WHEN_WRITING = """
 new MutationObserver(() => {
   if (window.__stopped) return;
   const stop = document.querySelector('#stop');
-  if (document.querySelector('#status .status-writing') && stop && !stop.disabled) {
+  const bots = document.querySelectorAll('#chat .message.bot, #chat [data-testid="bot"]');
+  const text = bots.length ? bots[bots.length - 1].innerText.trim() : '';
+  // mid-answer: writing, with the first words on screen (not at the prefill's first instant)
+  if (document.querySelector('#status .status-writing') && text.length > 20 && stop &&
+      !stop.disabled) {
     window.__stopped = true;
     stop.click();
   }
@@ -82,8 +86,8 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
     with served(app, settings) as url:
         # Everyone opens the page and asks as soon as the box is there: the sessions' first
         # reads of their gr.State race the page's load events (the 2-in-8 "Error" was there).
-        # the stopped session presses Stop itself the moment its answer is being written: a
-        # poll over eight pages on two busy cores can miss a few seconds of writing
+        # the stopped session presses Stop itself once its first words are on screen: a poll
+        # over eight pages on two busy cores can miss a few seconds of writing
         pages = [open_session(browser, url, wait=False,
                               script=STOP_WHEN_WRITING if i == STOPPED else "")
                  for i in range(len(plan))]
