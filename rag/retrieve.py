@@ -79,14 +79,23 @@ def _first_run(name: str) -> str:
 _COINED = re.compile(r"(?<![\w@-])[A-Za-z][\w@]*(?:-[\w@]+)*(?![\w@-])")
 
 
+@functools.lru_cache(maxsize=4096)
+def label_long_form(paper: Paper) -> str:
+    """The long form the abstract defines for a one-word label ("reverse flow matching" for
+    RFM), of two words or more, or ""."""
+    if len(paper.label.split()) != 1:
+        return ""
+    found = defined(paper.label, paper)
+    return found[0] if found and len(found[0].split()) >= 2 else ""
+
+
 def coined_names(paper: Paper) -> set[str]:
     """Name-like tokens of a paper: its label, the long form its abstract defines for a
     one-word label ("reverse flow matching (RFM)"), and words like SSL4RL, DroneDINO, leak@k."""
     names = {paper.label} if len(paper.label.split()) <= 3 else set()
-    if len(paper.label.split()) == 1:
-        long = defined(paper.label, paper)
-        if long and len(long[0].split()) >= 2:
-            names.add(long[0])
+    long = label_long_form(paper)
+    if long:
+        names.add(long)
     for tok in _COINED.findall(paper.clean):
         inner = tok[1:]
         if len(tok) < 3 or inner.islower():  # no capital after the first letter: a plain word
@@ -211,16 +220,10 @@ class Retriever:
                 hit = re.search(_BEFORE + re.escape(name) + _AFTER, low)
                 if hit:
                     pid = self._names[name]
-                    own = pid in self._papers and name in self._own_names(self._papers[pid])
+                    p = self._papers.get(pid)
+                    own = p is not None and name in (p.label.lower(), label_long_form(p).lower())
                     found.append((0 if own else 1, hit.start(), pid))
         return list(dict.fromkeys(pid for *_, pid in sorted(found)))
-
-    @staticmethod
-    @functools.lru_cache(maxsize=4096)
-    def _own_names(paper: Paper) -> tuple[str, ...]:
-        """A paper's own names, lowercased: its label and the long form defined for it."""
-        long = defined(paper.label, paper) if len(paper.label.split()) == 1 else None
-        return (paper.label.lower(),) + ((long[0].lower(),) if long else ())
 
     def keyword(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
         self._ensure()
