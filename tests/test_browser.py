@@ -103,10 +103,36 @@ def test_chat_comparison_table_has_both_papers(page: Any) -> None:
     shot(page, "real-3-comparison.png")
 
 
+# Delays the responses of the page's direct (queue=False) calls, such as Stop's, while
+# window.__slowRun is set: under load Stop's own reply can reach the page after the answer's
+# last update, and it must not turn a finished "Stopped" back into "Stopping" (a clean-clone
+# CI run had the stopped session of tests/test_load.py end in no state that way).
+SLOW_RUN = """
+if (!window.__fetch) {
+  window.__fetch = window.fetch;
+  window.fetch = async (url, init) => {
+    const r = await window.__fetch(url, init);
+    if (window.__slowRun && String(url).includes('/run/')) {
+      await new Promise(ok => setTimeout(ok, 6000));
+    }
+    return r;
+  };
+}
+"""
+
+
 def test_stop_button_ends_generation(page: Any) -> None:
+    page.evaluate(SLOW_RUN)
     ask(page, "How does TaRO use reinforcement learning for tables?")
     page.wait_for_selector("#status .status-writing", timeout=60_000)
-    page.locator("#stop").click()
-    page.wait_for_selector("#status .status-stopped", timeout=30_000)
+    page.evaluate("() => { window.__slowRun = true; }")
+    try:
+        page.locator("#stop").click()
+        page.wait_for_selector("#status .status-stopped", timeout=30_000)
+        page.wait_for_timeout(8_000)  # Stop's own (delayed) reply has arrived by now
+        assert page.locator("#status .status-stopped").count() == 1, \
+            page.locator("#status").inner_text()
+    finally:
+        page.evaluate("() => { window.__slowRun = false; }")
     shot(page, "real-4-stopped.png")
     assert page.locator("#send").is_enabled()

@@ -252,8 +252,11 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
         return _finish()
 
     def stop_now(s: ChatSession) -> Any:
+        """Sets the request's stop flag. The status line is the answer's own stream's to write
+        ("Stopping…", then "Stopped"): this direct reply can reach the page after the stream's
+        last update, and a status here would overwrite the final one."""
         STOPS.stop(s.request)
-        return render.status_html("stopping", None, "Stopping")
+        return gr.Button(interactive=False)
 
     def clear_all(s: ChatSession) -> tuple[Any, ...]:
         s.clear()
@@ -283,7 +286,7 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
         for dep in answered:
             dep.then(lambda who, s: list_update(shared, who, s.conversation), [owner, session],
                      [conv_list], queue=False, api_visibility="private")
-    stop.click(stop_now, [session], [status], queue=False, api_visibility="private")
+    stop.click(stop_now, [session], [stop], queue=False, api_visibility="private")
     clear.click(clear_all, [session], [chatbot, status, sources, export], queue=False,
                 api_visibility="private")
     chatbot.clear(clear_all, [session], [chatbot, status, sources, export], queue=False,

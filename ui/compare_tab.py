@@ -156,9 +156,10 @@ def build_compare_tab(assistant: Assistant,
     def respond(a: str, b: str, s: CompareSession) -> Iterator[tuple[Any, ...]]:
         yield from compare_respond(assistant, s, a, b, related)
 
-    def stop_now(s: CompareSession) -> str:
+    def stop_now(s: CompareSession) -> Any:
+        """Sets the stop flag; the status is the stream's to write (see chat_tab.stop_now)."""
         STOPS.stop(s.request)
-        return render.status_html("stopping", None, "Stopping")
+        return gr.Button(interactive=False)
 
     def recover(s: CompareSession) -> tuple[Any, ...]:
         """After `respond` failed (the queue was full, or it crashed): buttons back."""
@@ -172,6 +173,6 @@ def build_compare_tab(assistant: Assistant,
         respond, [left, right, cs], [status, table, sources, export, run, stop],
         show_progress="full", show_progress_on=[status], api_visibility="private").failure(
         recover, [cs], [status, run, stop], queue=False, api_visibility="private")
-    stop.click(stop_now, [cs], [status], queue=False, api_visibility="private")
+    stop.click(stop_now, [cs], [stop], queue=False, api_visibility="private")
 
     return {"left": left, "right": right}

@@ -20,7 +20,7 @@ _SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$")
 _CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
 
 STAGES = {"searching": "Searching the abstracts", "writing": "Writing the answer",
-          "loading": "Loading the model", "comparing": "Comparing"}
+          "loading": "Loading the model", "comparing": "Comparing", "stopping": "Stopping"}
 REASONS = {
     "off-topic": "the question does not match any ICML 2026 abstract in the collection",
     "not-stated": "the retrieved abstracts do not state this",

@@ -110,6 +110,8 @@ class Pump:
             while True:
                 if stop.is_set() and deadline is None:
                     deadline = clock() + STOP_GRACE_SECONDS
+                    stage = "stopping"  # told through this stream, so it never comes after the end
+                    yield Progress("status", stage, clock() - t0, text)
                 timeout = self.tick if deadline is None else max(
                     0.0, min(self.tick, deadline - clock()))
                 try:
@@ -132,16 +134,17 @@ class Pump:
                     yield Progress("error", "error", now, text, error=user_message(item))
                     return
                 if isinstance(item, Status):
-                    stage = item.stage
-                    yield Progress("status", stage, now, text)
+                    if deadline is None:
+                        stage = item.stage
+                        yield Progress("status", stage, now, text)
                 elif isinstance(item, Sources):
                     yield Progress("sources", stage, now, text, sources=item)
                 elif isinstance(item, Compared):
                     yield Progress("compared", stage, now, text, comparison=item.comparison)
                 elif isinstance(item, Token):
-                    stage = "writing"
                     text += item.text
                     if deadline is None:
+                        stage = "writing"
                         yield Progress("token", stage, now, text)
                 elif isinstance(item, Final):
                     yield Progress("final", "done", now, text, answer=item.answer)
