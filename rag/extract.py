@@ -37,7 +37,11 @@ def is_definition(question: str) -> bool:
 
 SECOND = 0.8  # a second matching sentence is quoted when it scores >= 0.8x the best (dev)
 _CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|introduce|present|develop|"
-                           r"derive|design|prove|show|study|establish|find)s?\b", re.IGNORECASE)
+                           r"derive|design|prove|show|study|establish|find)s?\b"
+                           # or in the authors' own voice: "Finally, we formalize", "Our method
+                           # applies", "This work revisits"
+                           r"|^(?:[\w ,-]{0,30},\s*)?(?:we|our|this (?:paper|work))\b",
+                           re.IGNORECASE)
 
 
 def ranked_sentences(paper: Paper, question: str, qvec: np.ndarray,

@@ -56,6 +56,16 @@ def test_lookup_is_answered_and_cited_to_the_right_paper(assistant):
     assert paper.clean[quote.start:quote.end] == quote.quote
 
 
+def test_which_paper_answer_quotes_what_the_paper_does_in_its_own_voice(assistant):
+    """A 'which paper' answer quotes the paper's own account of its method ("Our method
+    applies testing-by-betting ..."), not only a generic "We propose a new approach"."""
+    a = assistant.ask("Which paper makes sequential conditional independence tests robust "
+                      "when the Model-X conditional has to be estimated?")
+    assert a.intent == "find" and not a.abstained, a.text
+    assert {c.paper_id for c in a.citations} == {"000-05"}
+    assert "testing-by-betting" in a.text, a.text
+
+
 def test_detail_missing_from_the_abstract_abstains_naming_the_paper(assistant):
     _, _, a = run(assistant, "What learning rate did SSL4RL use?")
     assert a.abstained and a.reason in ("not-stated", "unsupported")
