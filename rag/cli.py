@@ -162,7 +162,7 @@ def cmd_eval(args: argparse.Namespace, s: Settings) -> int:
 
     return run_eval(s, Path(args.questions), Path(args.out) if args.out else None,
                     retrieval_only=args.retrieval_only, mode=args.mode, limit=args.limit,
-                    split=args.split)
+                    split=args.split, intent=args.intent)
 
 
 def cmd_papers(args: argparse.Namespace, s: Settings) -> int:
@@ -272,6 +272,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--limit", type=positive, help="only the first N rows")
     sp.add_argument("--split", choices=["dev", "test"], help="only that split (default: both, "
                     "reported apart)")
+    sp.add_argument("--intent", choices=["find", "answer", "compare", "decline"],
+                    help="only the rows the router sends there (find: no model, a minute)")
     sp.set_defaults(fn=cmd_eval)
     sp = sub.add_parser("papers", help="list the indexed papers")
     sp.add_argument("--limit", type=positive, metavar="N", help="print at most N papers")

@@ -63,9 +63,12 @@ def comparison_checks(row: Row, ans: Answer) -> dict[str, Any]:
 
 
 def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_only: bool,
-             mode: str | None = None, limit: int | None = None, split: str | None = None) -> int:
+             mode: str | None = None, limit: int | None = None, split: str | None = None,
+             intent: str | None = None) -> int:
     rows = [r for r in read_rows(questions) if split is None or r.split == split][: limit or None]
     a = Assistant.from_settings(settings)
+    if intent:  # the router alone decides, before any answer (no model call)
+        rows = [r for r in rows if a.router.route(r.question, _history(a, r)).intent == intent]
     results: dict[str, dict[str, Any]] = {}
     retrieved: dict[str, list[str]] = {}
     compare_rows: list[dict[str, Any]] = []

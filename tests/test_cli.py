@@ -33,6 +33,24 @@ def test_retrieval_eval_writes_rows_and_prints_metrics(settings, tmp_path):
     assert r5 >= 95.0
 
 
+def test_eval_intent_keeps_only_the_rows_the_router_sends_there(settings, tmp_path):
+    """`--intent find` answers only paper-finding rows: from the index, no model."""
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps(r) for r in [
+        {"id": "f", "question": "Which papers enhance low-light videos?", "gold": ["000-16"],
+         "keywords": [["AMNet"]]},
+        {"id": "a", "question": "What speedup does SVOO achieve?", "gold": ["003-03"],
+         "keywords": [["1.93"]]},
+    ]) + "\n")
+    out = tmp_path / "f.jsonl"
+    res = rag(["eval", str(qs), "--out", str(out), "--intent", "find"], settings.paths.data)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["f"]
+    assert "000-16" in {c["paper_id"] for c in rows[0]["citations"]}
+    assert "answer_accuracy        100.0%" in res.stdout, res.stdout
+
+
 @pytest.mark.model
 def test_answer_eval_rows(settings, tmp_path):
     qs = tmp_path / "q.jsonl"
