@@ -110,16 +110,15 @@ def main() -> int:
     from rag.config import load_settings, offline_environment
 
     offline_environment()
-    import rag.engines.llamacpp as L
     from rag.assistant import Assistant
     from rag.prompt import SYSTEM
 
-    L.HOST_CACHE_MIB = 0  # no host-RAM prompt cache: see the module docstring
     configs = [parse_config(c) for c in args.configs.split(",")]
     names = [f"{b}x{p}" for b, p in configs]
     questions = QUESTIONS[: args.limit or None]
+    # no host-RAM prompt cache: see the module docstring
     settings = load_settings(generate={"preset": args.preset, "engine": "llama.cpp",
-                                       "parallel": 1})
+                                       "parallel": 1, "host_cache_mib": 0})
     load_start = machine_load()
     a = Assistant.from_settings(settings)
     t = time.perf_counter()

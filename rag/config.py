@@ -87,6 +87,14 @@ class GenerateSettings(BaseModel):
     temperature: float = Field(0.0, ge=0)
     parallel: int = Field(0, ge=0)  # generations at once; 0: the engine's (llama.cpp 4, transformers 1)
     context_size: int = Field(2048, ge=256)  # llama.cpp: tokens per slot (prompt + answer)
+    # llama.cpp: the key/value cache's number type; q8_0 halves it (runs with flash attention;
+    # dev: 4 answers fewer, slower; config/default.toml)
+    kv_cache_type: Literal["f16", "q8_0"] = "f16"
+    # llama.cpp: host-RAM cache of finished prompts' key/values, reused by a later prompt that
+    # starts the same way (a follow-up whose slot went to another user). llama.cpp's default
+    # is 8 GiB; 256 MiB grew the 1.5B app from 2.53 to 2.73 GB over 25 answers, 64 MiB caps that
+    # (bench/results-memory-kv-host.json)
+    host_cache_mib: int = Field(64, ge=0)
     llamacpp_build: Literal["auto", "prebuilt", "native"] = "auto"  # auto: `make native`'s if it passed
     draft_preset: str = ""  # llama.cpp speculative decoding: a smaller preset drafting for this one
     draft_tokens: int = Field(8, gt=0)

@@ -218,6 +218,17 @@ def test_llamacpp_speculative_decoding_keeps_the_greedy_text(tmp_path):
     assert text == plain
 
 
+def test_llamacpp_q8_key_value_cache_gives_a_cited_answer(settings, embedder, retriever):
+    """generate.kv_cache_type = "q8_0" (a quantized cache, with flash attention) really runs."""
+    s = with_generate(settings, engine="llama.cpp", parallel=1, kv_cache_type="q8_0",
+                      host_cache_mib=0)
+    gen = Generator(s)
+    try:
+        assert_cited_answer(Assistant(s, retriever.store, embedder, retriever, gen))
+    finally:
+        gen.engine.close()  # type: ignore[attr-defined]
+
+
 # --- transformers --------------------------------------------------------------------------
 
 

@@ -44,7 +44,6 @@ from rag.heap import trim_heap
 log = logging.getLogger(__name__)
 
 DEFAULT_PARALLEL = 4  # slots: 4 questions at once gave 2.2x one-at-a-time answers/min (bench)
-HOST_CACHE_MIB = 256  # host-RAM prompt cache (llama.cpp's default is 8 GiB); a prompt is ~10-30 MB
 NATIVE_DIR = Path(os.path.expanduser("~/.cache/icml-rag/native"))  # `make native` installs here
 NATIVE_MARKER = "native.json"  # written by bench/native.py after a smoke inference passed
 
@@ -139,7 +138,10 @@ def server_params(xlc: Any, gguf: Path, gen: GenerateSettings, parallel: int, po
     p.n_ctx = parallel * gen.context_size
     p.cpuparams.n_threads = gen.threads
     p.cpuparams_batch.n_threads = gen.threads
-    p.cache_ram_mib = HOST_CACHE_MIB
+    p.cache_ram_mib = gen.host_cache_mib
+    if gen.kv_cache_type == "q8_0":  # a quantized V cache needs llama.cpp's flash attention
+        p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_Q8_0
+        p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED
     p.hostnames = ["127.0.0.1"]  # loopback only
     p.port = port  # 0: a random free port
     p.api_keys = [api_key or secrets.token_urlsafe(24)]
