@@ -290,7 +290,7 @@ class Assistant:
         a = self.settings.answer
         chosen = extract.choose(order, ranked, route.find or "one",
                                 list(route.context) + list(q.named), a.list_floor,
-                                a.list_spread, a.list_most)
+                                a.list_gap, a.list_most)
         text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector,
                                                      self.settings.answer.complement)
         yield Token(strip_markers(text))

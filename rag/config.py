@@ -140,14 +140,15 @@ class AnswerSettings(BaseModel):
     # sentences (0: never); see Assistant._second_look and the README's dev table
     second_look: int = Field(3, ge=0)
     unsupported: Literal["mark", "drop"] = "mark"
-    # "which papers ...?" lists those whose best sentence scores >= list_floor and within
-    # list_spread of the best one's, at most list_most (rag/extract.py choose). A grid over
-    # the dev split's 27 answerable find-many rows (2026-12-01): 0.15/0.10/5 lists a right
-    # paper for 25 at 0.69 precision, where 0.30/0.20/6 did for 19 at 0.64: a paraphrased
-    # topic's sentences score 0.2-0.3, under the old floor, and the list fell to one paper
+    # "which papers ...?" lists, of the first list_most papers whose best sentence scores >=
+    # list_floor, those above the largest drop between neighbours when it is >= list_gap,
+    # else all (rag/extract.py choose). A grid over the dev split's 27 answerable find-many
+    # rows (2026-12-01), scored by the eval's keywords: 20 right at 0.716 list precision,
+    # where the earlier cut (within 0.10 of the best one, at most 5) had 14 at 0.689; gaps
+    # 0.05-0.07 with 6-7 papers all gave 19-20 at 0.70-0.72
     list_floor: float = 0.15
-    list_spread: float = 0.10
-    list_most: int = Field(5, gt=0)
+    list_gap: float = Field(0.06, ge=0)
+    list_most: int = Field(7, gt=0)
 
 
 class RouteSettings(BaseModel):
@@ -155,6 +156,11 @@ class RouteSettings(BaseModel):
     split "dev"); the test split reports them."""
 
     offtopic_threshold: float = 0.345  # dev: off-topic best <= 0.340, answerable >= 0.352
+    # ... unless one of the top papers' abstracts has this share of the question's content
+    # words (rarity-weighted, rag/cover.py coverage): 1.0 = every one of them. A short topic
+    # question scores low on the embedding ("Which papers work on proteins?": 0.30) though
+    # an abstract has all its words; on dev no declined row had all of them (at most 0.75)
+    offtopic_covered: float = Field(1.0, gt=0, le=1)
     followup_confident: float = 0.50  # the question alone finds a new paper this well: not a follow-up
     followup_min: float = 0.15  # best cosine with a previous paper's sentence; dev: follow-ups >= 0.165
     language_confidence: float = 0.25  # lingua's confidence for calling a question non-English

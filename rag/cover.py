@@ -49,6 +49,27 @@ def left_out(question: str, answer: str, paper: Paper) -> set[str]:
     return (stems(question) & stems(paper.clean)) - stems(answer) - own
 
 
+def coverage(question: str, paper: Paper) -> float:
+    """How much of what the question is about the paper's abstract mentions: the share of
+    the question's content words (by stem) the abstract has, each weighted by its rarity in
+    English (8 - wordfreq Zipf, at least 1), so "proteins" counts for more than "data". A
+    question whose every content word an abstract has is about that abstract's subject,
+    however low the embedding scores a short question ("Which papers work on proteins?")."""
+    from wordfreq import zipf_frequency
+
+    words = {w for w in tokenize(question) if not w.isdigit() and len(w) > 2}
+    have = stems(paper.clean)
+    total = hit = 0.0
+    for w in words:
+        st = _stem([w])
+        if st <= _FRAME_STEMS:
+            continue
+        weight = max(1.0, 8.0 - zipf_frequency(w, "en"))
+        total += weight
+        hit += weight if st <= have else 0.0
+    return hit / total if total else 0.0
+
+
 _SPLIT = re.compile(r"\?\s+(?=\S)|(?:,\s*|\s+)(?:and|but|plus|also)\s+(?=(?:what|how|why|which|who|"
                     r"where|when|does|do|did|is|are|can|could)\b)", re.IGNORECASE)
 

@@ -107,16 +107,24 @@ def quote(paper: Paper, picks: list[Evidence], marker: int = 1
 
 
 def choose(order: list[Paper], ranked: list[tuple[Paper, float]], kind: str, named: list[str],
-           floor: float = 0.15, spread: float = 0.10, most: int = 5) -> list[Paper]:
+           floor: float = 0.15, gap: float = 0.06, most: int = 7) -> list[Paper]:
     """Papers to list: for 'one' the retrieval winner (a named paper first); for 'many',
-    named papers and those whose best sentence scores >= floor and within `spread` of the
-    best one's, at most `most` (answer.list_* in config, fitted on the dev split)."""
+    named papers, then the best-scoring ones down to the list's knee: of the first `most`
+    whose best sentence scores >= floor, the list ends at the largest drop between two
+    neighbours when that drop is >= gap, else all of them (answer.list_* in config, fitted
+    on the dev split). A fixed distance from the best one cut a topic's third paper when
+    the first matched it very closely."""
     if not order:
         return []
     by_id = {p.id: p for p in order}
     first = [by_id[i] for i in named if i in by_id]
     if kind == "one":
         return first[:1] or order[:1]
-    top = ranked[0][1] if ranked else 0.0
-    keep = [p for p, sc in ranked if sc >= max(floor, top - spread)]
+    scored = [(p, sc) for p, sc in ranked[:most] if sc >= floor]
+    keep = [p for p, _ in scored]
+    if len(scored) > 1:
+        drops = [scored[i][1] - scored[i + 1][1] for i in range(len(scored) - 1)]
+        at = max(range(len(drops)), key=drops.__getitem__)
+        if drops[at] >= gap:
+            keep = keep[:at + 1]
     return list(dict.fromkeys(first + keep))[:most] or order[:1]

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from rag import compare as cmp
-from rag import language, names
+from rag import cover, language, names
 from rag.config import RouteSettings
 from rag.errors import RagError
 from rag.evidence import SentenceIndex
@@ -269,7 +269,7 @@ class Router:
                 named = tuple(p for p in prev if p in q.named) or prev
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
-        if not q.named and q.best < s.offtopic_threshold:
+        if not q.named and q.best < s.offtopic_threshold and not self._covered(q, evidence):
             return Route("decline", "off-topic: no abstract is close to this question", q,
                          evidence=evidence)
         if not q.named and (q.language == "en" or q.search != q.text):  # English text only:
@@ -288,6 +288,15 @@ class Router:
             return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match",
                          q, find=kind, evidence=evidence)
         return Route("ask", "a question about the papers' content", q, evidence=evidence)
+
+    def _covered(self, q: Query, evidence: dict[str, float]) -> bool:
+        """One of the top hits' abstracts has (nearly) every content word of the question:
+        it is about that abstract's subject, however low the embedding scores it."""
+        papers = self.retriever.papers
+        ids = dict.fromkeys(h.chunk.paper_id for h in q.hits if h.chunk.paper_id in papers)
+        share = max((cover.coverage(q.search, papers[p]) for p in ids), default=0.0)
+        evidence["covered"] = round(share, 3)
+        return share >= self.settings.offtopic_covered
 
     def _similarity(self, q: Query, papers: tuple[str, ...]) -> float:
         """Best cosine of the question against any sentence of `papers` (in memory)."""

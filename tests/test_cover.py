@@ -72,3 +72,49 @@ def test_paper_finding_answer_also_answers_the_second_part(assistant):
     assert all(c.quote in paper.clean for c in final.citations)
     assert "48 configurations" in final.text
     assert strip_markers(final.text).strip() == streamed.strip()
+
+
+def _p(pid: str) -> Paper:
+    return _paper(label=pid).__class__(**{**_paper().__dict__, "id": pid, "label": pid})
+
+
+@pytest.mark.parametrize("scores,expected", [
+    # one paper far ahead of the rest: it alone
+    ([0.80, 0.40, 0.38, 0.35], ["a"]),
+    # three close to one another, a drop, then a tail: the three (the earlier cut, within
+    # 0.10 of the best, kept only the first two here)
+    ([0.73, 0.61, 0.51, 0.25, 0.20], ["a", "b", "c"]),
+    # no drop of list_gap anywhere: all of them above the floor
+    ([0.45, 0.42, 0.40, 0.38, 0.10], ["a", "b", "c", "d"]),
+    # nothing above the floor: the retrieval winner
+    ([0.12, 0.11], ["a"]),
+])
+def test_a_list_ends_at_its_largest_drop(scores, expected):
+    from rag.extract import choose
+
+    papers = [_p(x) for x in "abcde"[:len(scores)]]
+    ranked = list(zip(papers, scores, strict=True))
+    got = choose(papers, ranked, "many", [], floor=0.15, gap=0.06, most=7)
+    assert [p.id for p in got] == expected
+
+
+def test_a_named_paper_leads_the_list_and_one_means_one():
+    from rag.extract import choose
+
+    papers = [_p(x) for x in "abc"]
+    ranked = list(zip(papers, [0.7, 0.6, 0.2], strict=True))
+    assert [p.id for p in choose(papers, ranked, "many", ["c"], 0.15, 0.06, 7)] == ["c", "a", "b"]
+    assert [p.id for p in choose(papers, ranked, "one", [], 0.15, 0.06, 7)] == ["a"]
+    flat = list(zip(papers, [0.7, 0.68, 0.66], strict=True))
+    assert [p.id for p in choose(papers, flat, "many", [], 0.15, 0.06, 2)] == ["a", "b"]
+
+
+def test_coverage_weighs_the_question_words_an_abstract_has_by_their_rarity():
+    paper = _paper("Protein language models detect repeats in protein data.", label="PLM")
+    assert cover.coverage("Which papers work on proteins?", paper) == 1.0  # plural, framing
+    folding = cover.coverage("Which papers study protein folding?", paper)
+    assert 0.0 < folding < 1.0
+    # a rare word missing costs more than a common one: "folding" vs "data"
+    assert cover.coverage("Which papers use protein data?", paper) == 1.0
+    assert cover.coverage("Which papers use protein weather?", paper) < 1.0
+    assert cover.coverage("Which papers?", paper) == 0.0  # no content words at all
