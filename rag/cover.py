@@ -35,6 +35,11 @@ def _stem(words: list[str]) -> set[str]:
 
 
 _FRAME_STEMS = _stem(sorted(_FRAME))
+# ... and the verbs a topic question is framed with ("Which papers look at / deal with /
+# address X?"), for `coverage` only: not the subject (complement does not use them, untested)
+_TOPIC_FRAME_STEMS = _FRAME_STEMS | _stem("""look looking deal dealing address tackle apply
+handle cover discuss explore focus concern involve investigate examine research something
+anything here collection""".split())
 
 
 def stems(text: str) -> set[str]:
@@ -62,7 +67,7 @@ def coverage(question: str, paper: Paper) -> float:
     total = hit = 0.0
     for w in words:
         st = _stem([w])
-        if st <= _FRAME_STEMS:
+        if st <= _TOPIC_FRAME_STEMS:
             continue
         weight = max(1.0, 8.0 - zipf_frequency(w, "en"))
         total += weight

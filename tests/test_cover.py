@@ -111,8 +111,8 @@ def test_a_named_paper_leads_the_list_and_one_means_one():
 
 def test_coverage_weighs_the_question_words_an_abstract_has_by_their_rarity():
     paper = _paper("Protein language models detect repeats in protein data.", label="PLM")
-    assert cover.coverage("Which papers work on proteins?", paper) == 1.0  # plural, framing
-    folding = cover.coverage("Which papers study protein folding?", paper)
+    assert cover.coverage("Which papers look at proteins?", paper) == 1.0  # plural, framing
+    folding = cover.coverage("Which papers model protein folding?", paper)
     assert 0.0 < folding < 1.0
     # a rare word missing costs more than a common one: "folding" vs "data"
     assert cover.coverage("Which papers use protein data?", paper) == 1.0
