@@ -324,6 +324,37 @@ def test_openai_engine_names_a_wrong_model_or_key(server, settings):
         Generator(with_generate(settings, engine="openai", openai_url=""))
 
 
+def test_openai_engine_says_when_a_slow_server_does_not_answer_in_time(settings):
+    """A real listener that takes the request and never replies (a server that hangs): the
+    read timeout ends the wait with one message naming the server and the setting."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            held.append(conn)  # read nothing back, answer nothing
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        slow = Generator(with_generate(settings, engine="openai", openai_url=url,
+                                       openai_api_key="k", openai_timeout=1.5))
+        started = time.perf_counter()
+        with pytest.raises(ModelError, match=r"generation server at .* did not answer within 1.5 s"):
+            slow.generate(slow.format_chat("You are terse.", "Hi."), max_new_tokens=2)
+        assert time.perf_counter() - started < 15
+    finally:
+        listener.close()
+        for c in held:
+            c.close()
+
+
 # --- auto ----------------------------------------------------------------------------------
 
 
