@@ -93,7 +93,9 @@ def test_crowd_each_session_gets_its_own_answer(assistant: Any, settings: Any,
                  for i in range(len(plan))]
         sent: list[float] = []
         for page, (q, _, _) in zip(pages, plan, strict=True):
-            page.locator("#question textarea").fill(q)
+            # a crowd's pages load on the same 2 cores as the answers already running: at 20
+            # sessions a page's box took over Playwright's 30 s default to appear
+            page.locator("#question textarea").fill(q, timeout=max(30_000, 6_000 * n))
             page.locator("#send").click()
             sent.append(time.monotonic())
         started: dict[int, float] = {}
