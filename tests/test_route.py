@@ -425,9 +425,9 @@ def test_the_long_form_an_abstract_defines_names_its_paper(assistant):
 @pytest.mark.model
 def test_a_topic_whose_first_paper_matches_closely_still_lists_the_others(assistant):
     """The list ends at its largest drop in score, not at a fixed distance from the best
-    paper: Self-RedTeam's "two-player zero-sum game" sentence matched this so closely that
-    the board-game and FTRL papers fell outside the old 0.10 from the best."""
-    answer = assistant.ask("Which papers study equilibria of games between two adversaries?")
+    paper: the board-game paper matched this so closely (0.84) that FTRL's (0.72) and
+    Self-RedTeam's (0.62) fell outside the old 0.10 from the best, which listed it alone."""
+    answer = assistant.ask("Which papers are about two-player games?")
     cited = {c.paper_id for c in answer.citations}
     assert not answer.abstained and {"004-05", "003-09", "003-07"} <= cited, answer.text
     assert len(cited) <= assistant.settings.answer.list_most
