@@ -3,6 +3,8 @@ abstract sentence that supplies them, on the real embedder and the real assistan
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag import cover
@@ -75,7 +77,7 @@ def test_paper_finding_answer_also_answers_the_second_part(assistant):
 
 
 def _p(pid: str) -> Paper:
-    return _paper(label=pid).__class__(**{**_paper().__dict__, "id": pid, "label": pid})
+    return replace(_paper(), id=pid, label=pid)
 
 
 @pytest.mark.parametrize("scores,expected", [
