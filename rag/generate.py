@@ -76,9 +76,10 @@ class Generator:
     def count_tokens(self, prompt: str) -> int:
         return self.engine.count_tokens(str(prompt))
 
-    def generate(self, prompt: str, max_new_tokens: int | None = None) -> str:
-        """The whole completion of `prompt`, built on `stream()`."""
-        with self.stream(prompt, max_new_tokens) as pieces:
+    def generate(self, prompt: str, max_new_tokens: int | None = None,
+                 stop: threading.Event | None = None) -> str:
+        """The whole completion of `prompt`, built on `stream()` (`stop` as there)."""
+        with self.stream(prompt, max_new_tokens, stop) as pieces:
             return "".join(pieces)
 
     def stream(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -159,8 +160,8 @@ def ingest(settings: Settings, store: Store, embedder: Embedder, seeds: Path | N
 
 
 def _titles(settings: Settings, store: Store, papers: dict[str, Paper],
-            generator: Generator | None, progress: bool, on_progress: Progress | None
-            ) -> tuple[int, float]:
+            generator: Generator | None, progress: bool, on_progress: Progress | None,
+            cancel: threading.Event | None = None) -> tuple[int, float]:
     """Write missing titles (model calls), then store every title that changed."""
     from rag.titles import assign_titles
 
@@ -173,20 +174,23 @@ def _titles(settings: Settings, store: Store, papers: dict[str, Paper],
         if on_progress:
             on_progress("titles", done / total)
 
-    run = assign_titles(settings, papers.values(), generator, step)
+    run = assign_titles(settings, papers.values(), generator, step, cancel)
     bar.close()
+    if cancel is not None and cancel.is_set():
+        return 0, 0.0  # shutting down: the titles written so far are cached for the next run
     have = {p.id: (p.title, p.title_generated) for p in store.papers()}
     changed = {pid: t for pid, t in run.titles.items() if have.get(pid) != t}
     store.set_titles(changed)
     return run.generated, (time.perf_counter() - t0 if run.generated else 0.0)
 
 
-def write_missing_titles(settings: Settings, store: Store, generator: Generator) -> int:
+def write_missing_titles(settings: Settings, store: Store, generator: Generator,
+                         cancel: threading.Event | None = None) -> int:
     """Titles for indexed papers with none cached yet; the number written. `rag serve` runs it
     after it starts (`make run` ingests with --no-titles), so a fresh install opens the chat
     before the model has titled every abstract; the labels show until then."""
     papers = {p.id: p for p in store.papers()}
-    generated, _ = _titles(settings, store, papers, generator, False, None)
+    generated, _ = _titles(settings, store, papers, generator, False, None, cancel)
     if generated:
         write_index_cache(store)  # the titles changed the collection: the next start loads
     return generated

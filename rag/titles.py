@@ -189,15 +189,19 @@ def _shorter(title: str, name: str | None) -> list[str]:
     return [t for t in dict.fromkeys(out) if t != title]
 
 
-def write_title(generator: Generator, paper: Paper, settings: Settings) -> TitleResult:
-    """One paper's title from the model: checked, asked again once with the reason, else ""."""
+def write_title(generator: Generator, paper: Paper, settings: Settings,
+                stop: threading.Event | None = None) -> TitleResult:
+    """One paper's title from the model: checked, asked again once with the reason, else "".
+    Setting `stop` ends the model call after its current token (the caller discards it)."""
     name = method_name(paper.text)
     rejected: list[str] = []
     last: tuple[str, str] | None = None
     for attempt in (1, 2):
         prompt = generator.format_chat(SYSTEM, _user(paper, name, settings.titles.prompt_words,
                                                      last))
-        title = normalize(generator.generate(prompt, settings.titles.max_new_tokens))
+        title = normalize(generator.generate(prompt, settings.titles.max_new_tokens, stop))
+        if stop is not None and stop.is_set():
+            return TitleResult("", False, attempt, tuple(rejected))
         if name and title:
             at = title.lower().find(name.lower())
             if at < 0:
@@ -225,9 +229,12 @@ class TitlesRun:
 
 
 def assign_titles(settings: Settings, papers: Iterable[Paper], generator: Generator | None,
-                  progress: Callable[[int, int], None] | None = None) -> TitlesRun:
+                  progress: Callable[[int, int], None] | None = None,
+                  cancel: threading.Event | None = None) -> TitlesRun:
     """Titles for `papers`: from the cache, else from `generator` (when given and titles are
-    enabled), else "". `progress(done, total)` is called as model calls finish."""
+    enabled), else "". `progress(done, total)` is called as model calls finish. Setting
+    `cancel` (a server shutting down) ends the model calls in flight and starts no more; what
+    they wrote is not cached, so the next run asks again."""
     t0 = time.perf_counter()
     papers = list(papers)
     if not settings.titles.enabled:
@@ -248,15 +255,18 @@ def assign_titles(settings: Settings, papers: Iterable[Paper], generator: Genera
             log.debug("%d papers have no cached title and no generator was given", len(todo))
         return TitlesRun(out, 0, time.perf_counter() - t0)
 
+    log.info("writing titles for %d papers with the model", len(todo))
     failed = threading.Event()  # the engine itself failed: stop asking it, keep the labels
     done = 0
     lock = threading.Lock()
 
     def one(p: Paper) -> None:
         nonlocal done
-        if not failed.is_set():
+        if not failed.is_set() and not (cancel is not None and cancel.is_set()):
             try:
-                r = write_title(generator, p, settings)
+                r = write_title(generator, p, settings, cancel)
+                if cancel is not None and cancel.is_set():
+                    return
                 cache.put(title_key(p, model_id), r.title, r.generated)
                 out[p.id] = (r.title, r.generated)
             except Exception as e:  # a model that cannot load or run: titles fall back

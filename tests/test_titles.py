@@ -155,3 +155,38 @@ def test_the_server_titles_papers_the_ingest_left_untitled(tmp_path, embedder):
                           for p in titled)
     calls = gen.calls
     assert write_missing_titles(s, store, gen) == 0 and gen.calls == calls  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_cancelled_titles_end_the_calls_in_flight_and_are_not_cached(tmp_path):
+    """`rag serve` titles papers in worker threads; its SIGTERM sets `cancel`. The calls in
+    flight end after their current token, none starts after, and a title cut short is not
+    cached (the next run asks again)."""
+    import threading
+    import time
+
+    from rag.config import load_settings
+    from rag.generate import Generator
+    from rag.titles import assign_titles
+
+    papers = list(load_corpus(SEEDS).by_id().values())[:12]
+    s = make_settings(tmp_path / "data", atlas={"enabled": False})
+    gen = Generator(load_settings())
+    cancel = threading.Event()
+    at: list[float] = []
+
+    def progress(done: int, total: int) -> None:
+        if not cancel.is_set():
+            at.append(time.perf_counter())
+            cancel.set()  # after the first whole title
+
+    run = assign_titles(s, papers, gen, progress, cancel)
+    ended = time.perf_counter()
+    assert at, "no title finished"
+    assert ended - at[0] < 15, f"{ended - at[0]:.1f} s to end the calls in flight"
+    cached = TitleCache(cache_path(s)).entries
+    assert 1 <= len(cached) <= gen.parallel < len(papers)  # only the first wave's whole titles
+    assert sum(1 for t, _ in run.titles.values() if t) <= len(cached)
+    again = assign_titles(s, papers, None)  # what a restart reads from the cache
+    assert sum(1 for t, g in again.titles.values() if t or g) == \
+        sum(1 for t, g in cached.values() if t or g)

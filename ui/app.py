@@ -119,6 +119,7 @@ def main(settings: Settings | None = None) -> None:
     if why:
         raise ConfigError(why)
     assistant = Assistant.from_settings(settings)
+    stopping = threading.Event()  # SIGTERM/SIGINT: serving and background titles end
 
     def warm_up() -> None:
         try:
@@ -126,12 +127,13 @@ def main(settings: Settings | None = None) -> None:
         except Exception as e:  # the first question reports it properly; the server stays up
             log.warning("warm-up failed: %s", e)
             return
-        if not settings.titles.enabled:
+        if not settings.titles.enabled or stopping.is_set():
             return
         try:  # papers the ingest left untitled (make run: --no-titles), while chat is open
             from rag.ingest import write_missing_titles
 
-            written = write_missing_titles(settings, assistant.store, assistant.generator)
+            written = write_missing_titles(settings, assistant.store, assistant.generator,
+                                           stopping)
             if written:
                 assistant.refresh()
                 log.info("wrote %d paper titles in the background", written)
@@ -143,7 +145,6 @@ def main(settings: Settings | None = None) -> None:
     url = f"http://{settings.ui.host}:{settings.ui.port}"
     log.info("serving on %s (concurrency %d, queue %d)", url, concurrency(settings.ui, assistant),
              settings.ui.max_queue)
-    stopping = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
         log.info("%s received: closing the server", signal.Signals(signum).name)
