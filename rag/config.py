@@ -119,7 +119,7 @@ class AnswerSettings(BaseModel):
     # budget for passages in the prompt; None: the preset's (rag/models.py: 0.5b 450, 1.5b 200)
     context_tokens: int | None = Field(None, gt=50)
     max_passages: int = Field(3, gt=0)
-    max_question_chars: int = Field(2000, gt=10)
+    max_question_chars: int = Field(2000, gt=10)  # the UI refuses longer; the library cuts them
     support_threshold: float = 0.45  # answer-sentence support below this: unsupported
     # evidence scores (rag/evidence.py), fitted on the dev split:
     # the named paper's best sentence (score without its name) answers what the model declined;
@@ -187,7 +187,6 @@ class UISettings(BaseModel):
     auth_password: str = ""
     concurrency_limit: int = Field(0, ge=0)  # 0: the engine's parallel slots (llama.cpp 4, transformers 1)
     max_queue: int = Field(20, gt=0)
-    max_question_chars: int = Field(4000, gt=0)  # longer questions are refused, not queued
     questions_per_minute: int = Field(10, gt=0)  # per browser session
     login_failures: int = Field(5, gt=0)  # wrong passwords from one address before a pause
     login_pause_seconds: float = Field(60.0, ge=0)  # the pause, doubled for each further failure

@@ -137,8 +137,9 @@ def test_question_size_and_rate_are_capped_per_session(assistant: Any, settings:
     pytest.importorskip("playwright.sync_api")
     from ui.app import create_app
 
-    s = settings.model_copy(update={"ui": settings.ui.model_copy(update={
-        "max_question_chars": 80, "questions_per_minute": 2})})
+    s = settings.model_copy(update={
+        "ui": settings.ui.model_copy(update={"questions_per_minute": 2}),
+        "answer": settings.answer.model_copy(update={"max_question_chars": 80})})
     with served(create_app(assistant, s), s) as url, chromium_page() as page:
         page.goto(url)
         page.wait_for_selector("#question textarea")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from rag.config import UISettings
+from rag.config import AnswerSettings, UISettings
 from rag.types import Answer, Comparison, Paper, Sources
 from ui import render
 from ui.session import (
@@ -182,6 +182,9 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
     """The chat; with `owner` (a gr.State holding the saved-conversation key) and `conv_list`
     (the side list, ui/history_panel.py), finished answers are saved and listed."""
     assistant = shared.assistant
+    # one cap for a question, the library's: longer ones are refused here, before the queue
+    answer = shared.settings.answer if shared.settings is not None else AnswerSettings()
+    max_chars = answer.max_question_chars
     # A plain, deep-copyable default: gradio copies it for each new browser session. (A
     # factory would also add a queued load event that can overwrite a session after its first
     # question was taken.)
@@ -197,7 +200,7 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
             with gr.Row():
                 box = gr.Textbox(placeholder="Ask about the ICML 2026 papers…", show_label=False,
                                  scale=6, elem_id="question", autofocus=True,
-                                 max_length=ui.max_question_chars)
+                                 max_length=max_chars)
                 send = gr.Button("Send", variant="primary", scale=1, min_width=80,
                                  elem_id="send")
                 stop = gr.Button("Stop", variant="stop", scale=1, min_width=80,
@@ -218,7 +221,7 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
             gr.Warning("Wait for the current answer, or press Stop.")
             return skip
         waiting, max_queue = queue_waiting(demo)
-        why = refusal(s, q, time.monotonic(), ui.max_question_chars, ui.questions_per_minute,
+        why = refusal(s, q, time.monotonic(), max_chars, ui.questions_per_minute,
                       waiting, max_queue)
         if why:  # told at once; the question stays in the box to retry
             gr.Warning(why)
