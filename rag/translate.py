@@ -80,6 +80,17 @@ def lost(english: str, translated: str, names: frozenset[str] = frozenset()) -> 
     return {a for a in wanted if a.replace(" ", "") not in have}
 
 
+_LOOP = re.compile(r"(.{3,40}?)(?:\s*\1){3,}", re.DOTALL)  # one piece said 4+ times in a row
+
+
+def looping(english: str, translated: str) -> bool:
+    """Whether the translation fell into a loop the English line does not have: a small
+    model's "데 도움이 되는 데 도움이 되는 데 도움이 되는 ..." until its token limit."""
+    def runs(text: str) -> set[str]:
+        return {m.group(1).strip() for m in _LOOP.finditer(text) if re.search(r"\w", m.group(1))}
+    return bool(runs(translated) - runs(english))
+
+
 def restore(english: str, translated: str, names: frozenset[str] = frozenset()) -> str:
     """`translated` with each coined name of `english` (and each of `names` it has) written as
     in English where the translation split or re-cased it ("Cap imagine" -> "CapImagine")."""
@@ -178,16 +189,19 @@ class Translator:
             translated = [self.from_english(bodies[i], lang) for i in wanted]
         kept = 0
         names = frozenset(c.label for c in answer.citations if c.label and " " not in c.label)
-        for j, i in enumerate(wanted):  # a line that lost a name or number: once more alone,
-            if lost(bodies[i], translated[j], names):  # then the verified English line itself
+        def bad(english: str, out: str) -> bool:
+            return bool(lost(english, out, names)) or looping(english, out)
+
+        for j, i in enumerate(wanted):  # a line that lost a name or number, or looped: once
+            if bad(bodies[i], translated[j]):  # more alone, then the verified English line
                 again = self.from_english(bodies[i], lang)
-                translated[j] = bodies[i] if lost(bodies[i], again, names) else again
+                translated[j] = bodies[i] if bad(bodies[i], again) else again
             kept += _untranslated(bodies[i], translated[j])
             translated[j] = restore(bodies[i], translated[j], names)
         if kept:
             answer = replace(answer, notice=(answer.notice + " " if answer.notice else "")
                              + f"{kept} sentence(s) kept in English: their translation lost a "
-                             "name or a number.")
+                             "name or a number, or repeated itself.")
         out = list(lines)
         for i, t in zip(wanted, translated, strict=True):
             out[i] = f"{leads[i]}{' '.join(t.split())}{tails[i]}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag.config import load_settings
-from rag.translate import anchors, lost, translation_settings
+from rag.translate import anchors, looping, lost, translation_settings
 
 
 def test_anchors_are_coined_names_and_numbers_not_paper_ids_or_words():
@@ -29,6 +29,16 @@ def test_a_translation_that_drops_a_number_or_name_is_caught():
     assert lost(en, "SVOOはWan2.1でPSNR 29 dBを維持します。") == {"1.5"}
     assert lost(en, "SVOO mantiene el PSNR por encima de 29 dB en Wan 2.1.") == {"1.5"}  # spacing ignored
     assert lost("Self-RedTeam uses a zero-sum game.", "Self-RedTeam usa un juego de suma cero.") == set()
+
+
+def test_a_translation_caught_in_a_loop_is_told_from_a_plain_one():
+    english = "SigLIP aligns images and captions with a pairwise sigmoid loss."
+    looped = "SigLIP는 이미지와 캡션을 정렬하는" + " 데 도움이 되는" * 5
+    assert looping(english, looped)
+    assert looping(english, "Alinea " + "la la la la " * 3)
+    assert not looping(english, "SigLIP는 쌍별 시그모이드 손실로 이미지와 캡션을 정렬합니다.")
+    assert not looping("Scores of 0.90, 0.90, 0.90 and 0.90.", "Punteggi di 0.90, 0.90, 0.90 e 0.90.")
+    assert not looping("It reads ... then ....", "Si legge ... poi ....")  # no word repeated
 
 
 def test_a_cited_papers_one_word_name_must_survive_whole():
