@@ -279,10 +279,7 @@ class Router:
             if missing:
                 return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
                              evidence=evidence, missing=tuple(missing))
-        if kind is not None and _THEN_ASKS.search(q.search):
-            kind = None  # the paper is only how the question names what it asks about
-        identify = _IDENTIFY.search(q.search) if kind is None and not q.named and \
-            not _THEN_ASKS.search(q.search) else None
+        identify = _IDENTIFY.search(q.search) if kind is None and not q.named else None
         if identify:  # "which detector treats ...?": asks which paper's method it is
             kind = "many" if identify.group("plural") else "one"
         elif kind is None and not q.named and _YESNO.match(q.search):
@@ -393,13 +390,6 @@ _IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:\w+\s+)?(?:method|approach|fram
 _YESNO = re.compile(r"^\s*(?:(?:okay|ok|and|so|also|then)\b[.,]?\s+)*(?:is|are|does|do|did|can|could|has|"
                     r"have|was|were)\s+(?!(?:the|this|that|these|those|its?|their|they|he|she|you|"
                     r"we|i)\b)", re.IGNORECASE)
-# "What method ..., how many datasets did it train on?", "Which paper ..., and what does it
-# prove?": the paper is described to ask a detail of it; the detail is the question. (Not
-# "where", "who", or "which" but before a verb: ", where a network ... it has memorized" is
-# a relative clause; ", and which inputs does it use?" is not)
-_THEN_ASKS = re.compile(r"[,:;]\s*(?:and\s+|but\s+|so\s+)?(?:how|what|why|does|do|did|is|are|"
-                        r"was|were|can|which\s+(?:\w+\s+){1,3}(?:does|do|did|is|are|was|were|can))\b[^,:;?]*\b(?:it|its|they|their|them)\b"
-                        r"[^,:;?]*\?\s*$", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 _CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words
 
