@@ -119,6 +119,8 @@ class Assistant:
         self.translator = Translator(generator, translation)
         self.router = Router(settings.route, retriever, self.sentences,
                              self.translator.to_english, settings.answer.max_question_chars)
+        self._asking = 0  # questions being answered now (background work waits for them)
+        self._asking_lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Assistant:
@@ -158,8 +160,26 @@ class Assistant:
                 return event.answer
         raise RagError("the answer stream ended without an answer")  # pragma: no cover
 
+    def answering(self) -> bool:
+        """True while a question or comparison is being answered: `rag serve`'s background
+        titles pause then, so a chat has the model's slots and the cores to itself."""
+        return self._asking > 0
+
+    def _counted(self, events: Iterator[Event]) -> Iterator[Event]:
+        with self._asking_lock:
+            self._asking += 1
+        try:
+            yield from events
+        finally:
+            with self._asking_lock:
+                self._asking -= 1
+
     def stream(self, question: str, history: Sequence[Turn] = (),
                stop: threading.Event | None = None) -> Iterator[Event]:
+        return self._counted(self._stream(question, history, stop))
+
+    def _stream(self, question: str, history: Sequence[Turn],
+                stop: threading.Event | None) -> Iterator[Event]:
         t0 = time.perf_counter()
         yield Status("searching", "Searching the abstracts…")
         route = self.router.route(question, history)
@@ -195,7 +215,8 @@ class Assistant:
                        stop: threading.Event | None = None) -> Iterator[Event]:
         """Compare two papers named by id, name or description (the UI's pickers)."""
         q = f"Compare {left} and {right}"
-        yield from self._compare(q, cmp.Request(left, right), history, stop, time.perf_counter())
+        yield from self._counted(self._compare(q, cmp.Request(left, right), history, stop,
+                                               time.perf_counter()))
 
     @property
     def parts(self) -> cmp.Parts:

@@ -140,7 +140,7 @@ def ingest(settings: Settings, store: Store, embedder: Embedder, seeds: Path | N
     stale += [cid for pid in gone for cid in stored_ids[pid]]
     store.delete(sorted(stale))
 
-    titles_run, titles_s = _titles(settings, store, papers, generator, progress, on_progress)
+    titles_run, titles_s, _ = _titles(settings, store, papers, generator, progress, on_progress)
     atlas_s = 0.0
     if settings.atlas.enabled:
         if on_progress:
@@ -161,8 +161,10 @@ def ingest(settings: Settings, store: Store, embedder: Embedder, seeds: Path | N
 
 def _titles(settings: Settings, store: Store, papers: dict[str, Paper],
             generator: Generator | None, progress: bool, on_progress: Progress | None,
-            cancel: threading.Event | None = None) -> tuple[int, float]:
-    """Write missing titles (model calls), then store every title that changed."""
+            cancel: threading.Event | None = None,
+            pause: Callable[[], bool] | None = None) -> tuple[int, float, int]:
+    """Write missing titles (model calls), then store every title that changed: (model
+    calls, their seconds, titles stored)."""
     from rag.titles import assign_titles
 
     t0 = time.perf_counter()
@@ -174,26 +176,29 @@ def _titles(settings: Settings, store: Store, papers: dict[str, Paper],
         if on_progress:
             on_progress("titles", done / total)
 
-    run = assign_titles(settings, papers.values(), generator, step, cancel)
+    run = assign_titles(settings, papers.values(), generator, step, cancel, pause)
     bar.close()
     if cancel is not None and cancel.is_set():
-        return 0, 0.0  # shutting down: the titles written so far are cached for the next run
+        return 0, 0.0, 0  # shutting down: the titles written so far are cached for the next run
     have = {p.id: (p.title, p.title_generated) for p in store.papers()}
     changed = {pid: t for pid, t in run.titles.items() if have.get(pid) != t}
     store.set_titles(changed)
-    return run.generated, (time.perf_counter() - t0 if run.generated else 0.0)
+    return run.generated, (time.perf_counter() - t0 if run.generated else 0.0), len(changed)
 
 
 def write_missing_titles(settings: Settings, store: Store, generator: Generator,
-                         cancel: threading.Event | None = None) -> int:
-    """Titles for indexed papers with none cached yet; the number written. `rag serve` runs it
+                         cancel: threading.Event | None = None,
+                         pause: Callable[[], bool] | None = None) -> int:
+    """Titles for indexed papers with none stored yet; the number stored. `rag serve` runs it
     after it starts (`make run` ingests with --no-titles), so a fresh install opens the chat
-    before the model has titled every abstract; the labels show until then."""
+    before the model has titled every abstract; the labels show until then. Titles a stopped
+    server had already cached count too: they reach the store (and the chat) on this run,
+    with no model call. While `pause()` is true (a chat is being answered) the titles wait."""
     papers = {p.id: p for p in store.papers()}
-    generated, _ = _titles(settings, store, papers, generator, False, None, cancel)
-    if generated:
+    _, _, stored = _titles(settings, store, papers, generator, False, None, cancel, pause)
+    if stored:
         write_index_cache(store)  # the titles changed the collection: the next start loads
-    return generated
+    return stored
 
 
 def _atlas(settings: Settings, store: Store, papers: list[Paper]) -> float:

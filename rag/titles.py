@@ -228,13 +228,30 @@ class TitlesRun:
     seconds: float
 
 
+class _Halt(threading.Event):
+    """The stop flag of one background title call: set when the server shuts down (`cancel`)
+    or while a chat is being answered (`pause()`), so the chat gets the model's slots and the
+    cores to itself. The generator only asks `is_set()`."""
+
+    def __init__(self, cancel: threading.Event | None, pause: Callable[[], bool] | None) -> None:
+        super().__init__()
+        self._cancel, self._pause = cancel, pause
+
+    def is_set(self) -> bool:
+        return ((self._cancel is not None and self._cancel.is_set())
+                or (self._pause is not None and self._pause()))
+
+
 def assign_titles(settings: Settings, papers: Iterable[Paper], generator: Generator | None,
                   progress: Callable[[int, int], None] | None = None,
-                  cancel: threading.Event | None = None) -> TitlesRun:
+                  cancel: threading.Event | None = None,
+                  pause: Callable[[], bool] | None = None) -> TitlesRun:
     """Titles for `papers`: from the cache, else from `generator` (when given and titles are
     enabled), else "". `progress(done, total)` is called as model calls finish. Setting
     `cancel` (a server shutting down) ends the model calls in flight and starts no more; what
-    they wrote is not cached, so the next run asks again."""
+    they wrote is not cached, so the next run asks again. While `pause()` is true (the server
+    is answering a question) no call starts, the calls in flight end after their current
+    token, and their papers are asked again once it is false."""
     t0 = time.perf_counter()
     papers = list(papers)
     if not settings.titles.enabled:
@@ -260,19 +277,30 @@ def assign_titles(settings: Settings, papers: Iterable[Paper], generator: Genera
     done = 0
     lock = threading.Lock()
 
+    def cancelled() -> bool:
+        return cancel is not None and cancel.is_set()
+
     def one(p: Paper) -> None:
         nonlocal done
-        if not failed.is_set() and not (cancel is not None and cancel.is_set()):
+        while not failed.is_set() and not cancelled():
+            if pause is not None and pause():
+                time.sleep(0.2)  # a chat is being answered: wait until it is done
+                continue
+            halt = _Halt(cancel, pause)
             try:
-                r = write_title(generator, p, settings, cancel)
-                if cancel is not None and cancel.is_set():
-                    return
-                cache.put(title_key(p, model_id), r.title, r.generated)
-                out[p.id] = (r.title, r.generated)
+                r = write_title(generator, p, settings, halt)
             except Exception as e:  # a model that cannot load or run: titles fall back
                 if not failed.is_set():
                     log.warning("title generation failed (%s); papers keep their labels", e)
                 failed.set()
+                break
+            if cancelled():
+                return
+            if halt.is_set():
+                continue  # cut short by a chat: asked again after it
+            cache.put(title_key(p, model_id), r.title, r.generated)
+            out[p.id] = (r.title, r.generated)
+            break
         with lock:
             done += 1
             if progress:

@@ -157,6 +157,65 @@ def test_the_server_titles_papers_the_ingest_left_untitled(tmp_path, embedder):
     assert write_missing_titles(s, store, gen) == 0 and gen.calls == calls  # type: ignore[arg-type]
 
 
+def test_titles_a_stopped_server_had_cached_reach_the_store_on_the_next_start(tmp_path, embedder):
+    """SIGTERM can land after the last title was cached but before the store was written:
+    the next start has nothing to generate, yet must still store those titles (and count
+    them, so `rag serve` refreshes the chat and the index cache)."""
+    from rag.ingest import write_missing_titles
+
+    seeds = tmp_path / "seeds"
+    shutil.copytree(DATA / "titles", seeds)
+    s = make_settings(tmp_path / "data", seeds, atlas={"enabled": False})
+    store = Store(s.store, s.paths.data)
+    ingest(s, store, embedder)  # no generator: labels only
+    papers = store.papers()
+    cache = TitleCache(cache_path(s))
+    for p in papers:  # what the stopped run left behind
+        cache.put(title_key(p, s.generate.preset), f"Cached Title of {p.label}", True)
+    assert write_missing_titles(s, store, None) == len(papers)  # type: ignore[arg-type]
+    assert {p.title for p in store.papers()} == {f"Cached Title of {p.label}" for p in papers}
+    assert write_missing_titles(s, store, None) == 0  # type: ignore[arg-type]
+
+
+@pytest.mark.model
+def test_background_titles_pause_while_a_question_is_answered(tmp_path):
+    """`rag serve` titles papers while the chat is open; while a question is answered
+    (`pause()` true) the calls in flight end and no call starts, so the chat has the model to
+    itself; afterwards every paper is titled, the cut calls asked again."""
+    import threading
+    import time
+
+    from rag.config import load_settings
+    from rag.generate import Generator
+    from rag.titles import assign_titles
+
+    papers = list(load_corpus(SEEDS).by_id().values())[:6]
+    s = make_settings(tmp_path / "data", atlas={"enabled": False})
+    gen = Counting(Generator(load_settings()))
+    answering, asked = threading.Event(), threading.Event()
+
+    def progress(done: int, total: int) -> None:
+        if not asked.is_set():  # a question arrives after the first whole title
+            asked.set()
+            answering.set()
+
+    runs: list[Any] = []
+    worker = threading.Thread(target=lambda: runs.append(
+        assign_titles(s, papers, gen, progress, None, answering.is_set)))  # type: ignore[arg-type]
+    worker.start()
+    assert asked.wait(300), "no title finished"
+    time.sleep(2)  # the calls in flight end after their current token
+    calls, cached = gen.calls, len(TitleCache(cache_path(s)).entries)
+    time.sleep(6)
+    assert gen.calls == calls, "a title call started while a question was being answered"
+    assert len(TitleCache(cache_path(s)).entries) == cached < len(papers)
+    answering.clear()  # the answer is done: the titles go on
+    worker.join(600)
+    assert runs and not worker.is_alive()
+    assert len(TitleCache(cache_path(s)).entries) == len(papers)
+    assert sum(1 for t, _ in runs[0].titles.values() if t) >= len(papers) - 1
+
+
 @pytest.mark.model
 def test_cancelled_titles_end_the_calls_in_flight_and_are_not_cached(tmp_path):
     """`rag serve` titles papers in worker threads; its SIGTERM sets `cancel`. The calls in

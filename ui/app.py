@@ -129,11 +129,12 @@ def main(settings: Settings | None = None) -> None:
             return
         if not settings.titles.enabled or stopping.is_set():
             return
-        try:  # papers the ingest left untitled (make run: --no-titles), while chat is open
+        try:  # papers the ingest left untitled (make run: --no-titles), while chat is open;
+            # they pause while a question is answered, so the chat is not slowed by them
             from rag.ingest import write_missing_titles
 
             written = write_missing_titles(settings, assistant.store, assistant.generator,
-                                           stopping)
+                                           stopping, assistant.answering)
             if written:
                 assistant.refresh()
                 log.info("wrote %d paper titles in the background", written)
