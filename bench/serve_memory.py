@@ -29,7 +29,7 @@ from common import BENCH, ROOT, machine_load, table, write_json
 sys.path.insert(0, str(ROOT))
 from tests.ui_browser import ask, chromium, free_port, page_state  # noqa: E402
 
-QUESTIONS = [  # the quick bench's five (bench.py QUICK), then others for the concurrent phase
+QUESTIONS = [  # about named papers, in this script's own words: 5 one at a time, the last 4 at once
     "What kind of reward signal does SSL4RL use?",
     "What does SecFid measure?",
     "How does PRISM defend against backdoor attacks?",
