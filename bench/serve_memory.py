@@ -2,10 +2,10 @@
 
 The answer bench (bench.py) measures inside one worker process that also ingests `seeds/` into
 a throwaway index, which `rag serve` never does. This starts `rag serve` on the prepared index
-(`paths.data`) with the chosen preset and engine, waits for its models, asks the quick bench's
-questions one after another and then `--concurrent` of them at once from separate browser
-sessions, and reads the server's own peak resident set (VmHWM in /proc/<pid>/status) after each
-phase. Chromium runs in its own processes and is not counted.
+(`paths.data`) with the chosen preset and engine, waits for its models, asks its own
+questions one after another, then `--concurrent` of them at once from separate browser
+sessions, then two in other languages, and reads the server's own peak resident set (VmHWM
+in /proc/<pid>/status) after each phase. Chromium runs in its own processes and is not counted.
 
     nice -n 19 .venv/bin/python bench/serve_memory.py --preset qwen2.5-1.5b --engine llama.cpp
 """
@@ -38,6 +38,10 @@ QUESTIONS = [  # about named papers, in this script's own words: 5 one at a time
     "Which papers use flow policies for reinforcement learning?",
     "What problem does SVOO address in video generation?",
     "How is FIRE-BENCH built?",
+]
+OTHER_LANGUAGES = [  # then these, one at a time: lingua's second stage (rag/language.py) loads
+    "¿Qué tipo de recompensa usa SSL4RL?",  # high-accuracy models for them and unloads them after
+    "Wie geht FedScar mit Client-Drift um?",
 ]
 
 
@@ -121,6 +125,10 @@ def main() -> None:
                 t.join()
             answers += done
             phases.append({"phase": f"{args.concurrent} questions at once", **mb(proc.pid)})
+            for q in OTHER_LANGUAGES:
+                answers.append(one(browser, url, q, args.timeout))
+            phases.append({"phase": f"{len(OTHER_LANGUAGES)} in other languages, one at a time",
+                           **mb(proc.pid)})
     finally:
         proc.terminate()
         proc.wait(60)

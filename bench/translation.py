@@ -71,7 +71,8 @@ def main() -> int:
     out: dict[str, dict[str, list]] = {n: {"cos": [], "qty": [], "s": []} for n in names}
     per_row = []
     for k, r in enumerate(rows):
-        lang = language.detect(r.question, settings.route.language_confidence)
+        lang = language.detect(r.question, settings.route.language_confidence,
+                               settings.route.language_sure, settings.route.language_candidates)
         ref = str(r.extra["en"])
         ref_vec = embedder.embed_one(ref)
         order = names[k % len(names):] + names[:k % len(names)]

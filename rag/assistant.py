@@ -614,7 +614,9 @@ class Assistant:
         """Names `q` asks about that `paper`'s abstract never mentions (names.absent_names)."""
         found = names.absent_names(q, names.paper_mentions(paper), names.common_names(papers),
                                    self.settings.route.fuzzy_name)
-        if found and language.detect(q, self.settings.route.language_confidence) != "en":
+        r = self.settings.route
+        if found and language.detect(q, r.language_confidence, r.language_sure,
+                                     r.language_candidates) != "en":
             return []  # an untranslated question: "Lernrate" is a German noun, not a name
         return found
 

@@ -164,6 +164,10 @@ class RouteSettings(BaseModel):
     followup_confident: float = 0.50  # the question alone finds a new paper this well: not a follow-up
     followup_min: float = 0.15  # best cosine with a previous paper's sentence; dev: follow-ups >= 0.165
     language_confidence: float = 0.25  # lingua's confidence for calling a question non-English
+    # lingua in two stages (rag/language.py): the low-accuracy reading settles English this
+    # sure; other text is read again in high accuracy over English and this many candidates
+    language_sure: float = Field(0.5, gt=0, le=1)
+    language_candidates: int = Field(4, ge=1)
     typo_ratio: float = 80.0  # rapidfuzz ratio for correcting a word towards the corpus vocabulary
     typo_zipf: float = 2.0  # words at least this common in English (wordfreq Zipf scale) are never corrected
     fuzzy_name: float = 80.0  # rapidfuzz ratio for a misspelt paper name

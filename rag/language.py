@@ -4,6 +4,20 @@ Questions are short and full of English technical names ("SSL4RL vs TaRO", "and 
 speedup?"), so a question counts as non-English only when lingua is confident
 (route.language_confidence, fitted on the eval's dev split), or when it is written in a
 script English does not use (CJK, Cyrillic, Arabic, ...), which needs no model at all.
+
+Two stages, for memory. lingua's high-accuracy models of 30 languages hold ~510 MB once
+loaded, its low-accuracy (trigram) models ~55 MB, and the low-accuracy mode alone misreads
+short English questions ("Which papers work on proteins?" as German at 0.98). So the
+low-accuracy detector, always loaded, settles what it reads as English with confidence
+>= route.language_sure (8 questions in 10 on dev); any other text is read again in
+high-accuracy mode by a detector of English and the low-accuracy reading's
+route.language_candidates best languages, whose models are unloaded afterwards. Its
+confidences are scaled by the candidates' share of the low-accuracy confidence, so that they
+stay comparable to the 30-language ones route.language_confidence was fitted on: without that,
+"PQL vs RFM" (" vs " once the names are set aside) read as Czech in a set of five. On dev's
+363 questions and comparisons this gives the single 30-language detector's language for
+every one, and so on test's 93 (counts only); a question that goes to the second stage pays
+~0.4 s for loading its languages (bench/memory.py, lingua step, gives the memory).
 """
 
 from __future__ import annotations
@@ -42,28 +56,47 @@ _SCRIPTS = [  # (pattern, language when lingua is unsure); scripts English never
     (re.compile(r"[\u0370-\u03ff]"), "el"),
 ]
 
-_detector: Any = None
-_lock = threading.Lock()
+_rough: Any = None  # the low-accuracy detector of all LANGUAGES
+_lock = threading.Lock()  # one second-stage detector at a time: its models are shared and unloaded
 
 
 def _load() -> Any:
-    global _detector
+    global _rough
     with _lock:
-        if _detector is None:
+        if _rough is None:
             from lingua import Language, LanguageDetectorBuilder
 
             langs = [getattr(Language, n) for n in LANGUAGES]
-            _detector = LanguageDetectorBuilder.from_languages(*langs).build()
-        return _detector
+            _rough = LanguageDetectorBuilder.from_languages(*langs).with_low_accuracy_mode().build()
+        return _rough
+
+
+def _precise(text: str, rough: list[Any], candidates: int) -> list[tuple[Any, float]]:
+    """High-accuracy confidences over English and the rough reading's best `candidates`
+    languages, scaled by their share of the rough confidence; the models are unloaded after."""
+    from lingua import Language, LanguageDetectorBuilder
+
+    chosen = {Language.ENGLISH} | {v.language for v in rough[:candidates]}
+    share = sum(v.value for v in rough if v.language in chosen)
+    with _lock:
+        detector = LanguageDetectorBuilder.from_languages(*chosen).build()
+        try:
+            values = detector.compute_language_confidence_values(text)
+        finally:
+            detector.unload_language_models()
+    trim_heap()  # the unloaded models' pages go back to the system
+    return [(v.language, v.value * share) for v in values]
 
 
 def warm_up() -> None:
     detect("Which papers study this?")
-    trim_heap()  # building the models frees ~70 MB more than it keeps
+    trim_heap()  # building the models frees more than it keeps
 
 
-def detect(text: str, min_confidence: float = 0.25) -> str:
-    """ISO 639-1 code of `text`'s language; "en" unless the evidence says otherwise."""
+def detect(text: str, min_confidence: float = 0.25, sure: float = 0.5,
+           candidates: int = 4) -> str:
+    """ISO 639-1 code of `text`'s language; "en" unless the evidence says otherwise.
+    `sure` and `candidates`: the two stages of the module docstring."""
     letters = re.sub(r"[\W\d_]+", "", text)
     for pattern, code in _SCRIPTS:
         if len(pattern.findall(text)) >= max(2, len(letters) // 5):
@@ -74,14 +107,20 @@ def detect(text: str, min_confidence: float = 0.25) -> str:
     # coined names (guard.NAME) belong to no language and sway lingua: "Che cosa significa la sigla TaRO?"
     # read as Spanish, and as Italian without "TaRO"
     words = NAME.sub(" ", text)
-    values = _load().compute_language_confidence_values(words if words.strip() else text)
+    words = words if words.strip() else text
+    rough = _load().compute_language_confidence_values(words)
+    if not rough:
+        return script or "en"
+    if not script and rough[0].language.iso_code_639_1.name == "EN" and rough[0].value >= sure:
+        return "en"
+    values = _precise(words, rough, candidates)
     if not values:
         return script or "en"
-    top = values[0]
-    code = top.language.iso_code_639_1.name.lower()
+    top, confidence = values[0]
+    code = top.iso_code_639_1.name.lower()
     if script:  # the script decides between e.g. zh and ja only when lingua agrees
         return code if code != "en" and _script_of(code) == _script_of(script) else script
-    if code != "en" and top.value >= min_confidence:
+    if code != "en" and confidence >= min_confidence:
         return code
     return "en"
 

@@ -137,7 +137,9 @@ class Router:
 
     def query(self, question: str) -> Query:
         text, notice = clean_question(question, self.max_chars)
-        lang = language.detect(text, self.settings.language_confidence) if text else "en"
+        r = self.settings
+        lang = (language.detect(text, r.language_confidence, r.language_sure, r.language_candidates)
+                if text else "en")
         corrected: tuple[tuple[str, str], ...] = ()
         if lang != "en":
             try:

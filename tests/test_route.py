@@ -5,6 +5,9 @@ real generator's translation, so the whole file runs on the real pipeline."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -181,6 +184,34 @@ def test_finding_questions(question, kind):
 ])
 def test_coined_names_do_not_sway_language_identification(question, lang):
     assert language.detect(question) == lang
+
+
+_RSS_PROBE = textwrap.dedent("""
+    import re, sys
+    from rag import language
+    def rss():
+        return int(re.search(r"VmRSS:\\s+(\\d+)", open("/proc/self/status").read()).group(1)) // 1024
+    import lingua  # noqa: F401
+    base = rss()
+    language.warm_up()
+    got = [language.detect(q) for q in sys.argv[1:]]
+    print(rss() - base, *got)
+""")
+
+
+def test_language_identification_unloads_the_precise_models_after_reading():
+    """lingua's high-accuracy models (~500 MB for its 30 languages, the old single stage) are
+    loaded only for a question the always-loaded low-accuracy reading (~55 MB) is unsure of,
+    and unloaded after it."""
+    questions = ["Welche Arbeiten untersuchen neuronale Netze auf Graphen?",
+                 "Quels articles étudient l'apprentissage fédéré ?",
+                 "Which papers work on proteins?",  # the low-accuracy reading alone: German
+                 "Quali lavori studiano i modelli di diffusione?",
+                 "Какие статьи изучают обучение с подкреплением?"]
+    out = subprocess.run([sys.executable, "-c", _RSS_PROBE, *questions], capture_output=True,
+                         text=True, check=True, cwd=Path(__file__).parents[1]).stdout.split()
+    assert out[1:] == ["de", "fr", "en", "it", "ru"]
+    assert int(out[0]) < 150, f"lingua holds {out[0]} MB after reading"
 
 
 def test_definition_questions():
