@@ -80,6 +80,12 @@ more less greater quicker cheaper longer shorter stronger weaker accurate effici
 class Asked:
     kind: Kind
     head: str  # the head noun phrase after the wh-word ("learning rate"), or ""
+    # asked as a category ("what kind of reward signal"): the answer names a member of it,
+    # which an abstract describes in its own words ("SSL tasks as a source of rewards")
+    category: bool = False
+
+
+_CATEGORY = frozenset("kind kinds type types sort sorts".split())
 
 
 def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
@@ -88,11 +94,13 @@ def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
         "number" if _NUMBER.search(question) else "other"
     m = _WH.search(question)
     head: list[str] = []
+    category = False
     if m:
         skip = {n.lower() for n in names}
         for word in re.findall(r"[\w@.-]+", m.group(1)):
             low = word.lower().strip(".")
             if not head and low in _SKIP:
+                category = category or low in _CATEGORY
                 continue
             if low in _STOP or low in skip or low in _COMPARATIVES or \
                     not re.fullmatch(r"[a-z][a-z-]*", low) or (head and low.endswith("ed")):
@@ -100,7 +108,7 @@ def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
             head.append(low)
             if len(head) == 3:
                 break
-    return Asked(kind, " ".join(head))
+    return Asked(kind, " ".join(head), category)
 
 
 def _stem(word: str) -> str:
@@ -113,6 +121,16 @@ def _stem(word: str) -> str:
 def mentions(paper: Paper, phrase: str) -> bool:
     """Whether the abstract mentions the phrase's head word (plural or singular)."""
     return says(paper.clean, phrase)
+
+
+def says_asked(text: str, a: Asked) -> bool:
+    """Whether `text` speaks of what `a` asks for: its head word, or for a category of two or
+    more words its modifier ("what kind of reward signal": "rewards"), since a category's
+    last word is often only its class ("signal", "mechanism") and its member is named in
+    other words. A plain "what learning rate" still needs "rate"."""
+    words = a.head.split()
+    return says(text, a.head) or (a.category and len(words) > 1 and
+                                  says(text, " ".join(words[:-1])))
 
 
 def says(text: str, phrase: str) -> bool:
@@ -139,7 +157,7 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
         return any(not re.search(re.escape(n) + r"\s+" + stem, answer, re.IGNORECASE) and
                    not re.search(r"\(\s*" + re.escape(n) + r"s?\s*[),;]", source)
                    for n in new_names(answer, question, source))
-    return says(answer, a.head) or (bool(source) and last in _NAMED_BY and
+    return says_asked(answer, a) or (bool(source) and last in _NAMED_BY and
                                     bool(new_names(answer, question, source)))
 
 
@@ -207,7 +225,7 @@ def missing_detail(question: str, paper: Paper, similarity: float, threshold: fl
     noun occurs nowhere in the abstract and no sentence is semantically close to the
     question (`similarity`, the best cosine, below `threshold`)."""
     a = asked(question, (paper.label,))
-    if a.kind == "expansion" or not _names_detail(a.head) or mentions(paper, a.head):
+    if a.kind == "expansion" or not _names_detail(a.head) or says_asked(paper.clean, a):
         return None
     if a.kind == "number" and _QUANTITY.search(a.head.split()[-1]):
         return None  # "which improvement": abstracts state results in other words (speedup, x)

@@ -5,6 +5,7 @@ real generator's translation, so the whole file runs on the real pipeline."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -130,6 +131,27 @@ def test_details_the_abstract_never_mentions(papers, pid, question, head):
     assert missing_detail(question, papers[pid], similarity=0.1, threshold=0.45) == head
     # a sentence that matches the question well overrules the missing word
     assert missing_detail(question, papers[pid], similarity=0.9, threshold=0.45) is None
+
+
+@pytest.mark.parametrize("pid,question,missing", [
+    # a category's class word ("signal") is often absent; its modifier names what is asked
+    ("000-01", "What kind of reward signal does SSL4RL use?", None),
+    ("003-14", "What sort of exploration procedure does TaRO rely on?", None),
+    # the modifier must be there too: no "compute" anywhere in SSL4RL's abstract
+    ("000-01", "What kind of compute cluster did SSL4RL run on?", "compute cluster"),
+    # not asked as a category: the last word is the detail ("learning" alone is no rate)
+    ("000-01", "Which learning rate did SSL4RL pick?", "learning rate"),
+])
+def test_a_category_is_stated_when_its_modifier_is(papers, pid, question, missing):
+    assert missing_detail(question, papers[pid], similarity=0.1, threshold=0.45) == missing
+
+
+@pytest.mark.model
+def test_a_category_question_gets_the_member_the_abstract_names(assistant):
+    a = assistant.ask("What kind of reward signal does SSL4RL use?")
+    assert not a.abstained, a.text
+    assert "000-01" in {c.paper_id for c in a.citations if c.supported}
+    assert re.search(r"self-supervised|\bSSL\b", a.text), a.text
 
 
 @pytest.mark.parametrize("pid,question", [
