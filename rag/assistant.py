@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import cover, extract, guard, language, messages, models, names
+from rag import cover, extract, guard, language, messages, models, names, rewrite
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -118,7 +118,8 @@ class Assistant:
         # questions into English by the translation model when one is configured apart
         self.translator = Translator(generator, translation)
         self.router = Router(settings.route, retriever, self.sentences,
-                             self.translator.to_english, settings.answer.max_question_chars)
+                             self.translator.to_english, settings.answer.max_question_chars,
+                             expand=lambda text: rewrite.search_terms(generator, text))
         self._asking = 0  # questions being answered now (background work waits for them)
         self._asking_lock = threading.Lock()
 

@@ -161,6 +161,14 @@ class RouteSettings(BaseModel):
     # question scores low on the embedding ("Which papers work on proteins?": 0.30) though
     # an abstract has all its words; on dev no declined row had all of them (at most 0.75)
     offtopic_covered: float = Field(1.0, gt=0, le=1)
+    # ... and unless the search terms the generator writes for it (rag/rewrite.py) find an
+    # abstract this close (best dense cosine); 0 turns the rewrite off. Fitted on dev (see
+    # README, Evaluation)
+    expand_threshold: float = Field(0.42, ge=0, le=1)
+    # ... tried only for a question at least this close (a far one, "What is the capital of
+    # France?" at 0.14, is declined at once, with no model call); dev's answerable rows all
+    # score >= 0.228, the two the rewrite found 0.318 and 0.329
+    expand_floor: float = Field(0.25, ge=0, le=1)
     followup_confident: float = 0.50  # the question alone finds a new paper this well: not a follow-up
     followup_min: float = 0.15  # best cosine with a previous paper's sentence; dev: follow-ups >= 0.165
     language_confidence: float = 0.25  # lingua's confidence for calling a question non-English

@@ -8,7 +8,8 @@ corrected against the corpus vocabulary when it is), one embedding, the papers i
 - compare: an explicit comparison whose sides resolve to papers;
 - follow-up: the question alone finds no paper confidently (or finds the previous one)
   while the previous turn's papers do match it; no pronoun list is involved;
-- decline: no named paper, no follow-up, and nothing in the index is close;
+- decline: no named paper, no follow-up, and nothing in the index is close, neither to the
+  question nor to the search terms the generator writes for it (rag/rewrite.py);
 - find: "which paper(s) ...", "is there work on ...", "what work is there on X here?";
 - ask: everything else.
 
@@ -21,7 +22,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -97,6 +98,9 @@ class Query:
     best: float  # best dense cosine among the top fused hits: the off-topic signal
     notice: str = ""
     corrected: tuple[tuple[str, str], ...] = ()  # (typo, correction) pairs applied to `search`
+    # the search terms the generator wrote when `search` itself matched no abstract
+    # (rag/rewrite.py); `vector`, `hits`, `pool` and `best` are then theirs
+    expanded: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,11 +119,13 @@ class Router:
     """Builds Queries and decides Routes over one retriever's papers."""
 
     def __init__(self, settings: RouteSettings, retriever: Retriever, sentences: SentenceIndex,
-                 translate: Callable[[str, str], str], max_chars: int = 2000) -> None:
+                 translate: Callable[[str, str], str], max_chars: int = 2000,
+                 expand: Callable[[str], str] | None = None) -> None:
         self.settings = settings
         self.retriever = retriever
         self.sentences = sentences
         self.translate = translate  # (text, language code) -> English text
+        self.expand = expand  # English question -> search terms (rag/rewrite.py), or None
         self.max_chars = max_chars
         self._vocab: dict[str, int] | None = None
         self._vocab_key = 0
@@ -271,12 +277,16 @@ class Router:
                 named = tuple(p for p in prev if p in q.named) or prev
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
+        asked = q  # the question's own search text is what names are checked on
         if not q.named and q.best < s.offtopic_threshold and not self._covered(q, evidence):
-            return Route("decline", "off-topic: no abstract is close to this question", q,
-                         evidence=evidence)
+            wider = self._expanded(q, evidence)
+            if wider is None:
+                return Route("decline", "off-topic: no abstract is close to this question", q,
+                             evidence=evidence)
+            q = wider  # "bounding what an algorithm reveals about one person": privacy
         if not q.named and (q.language == "en" or q.search != q.text):  # English text only:
             # "... a new optimizer that replaces Adam?": no abstract says Adam
-            missing = names.absent_names(q.search, self.mentions(),
+            missing = names.absent_names(asked.search, self.mentions(),
                                          names.common_names(self.retriever.papers), s.fuzzy_name)
             if missing:
                 return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
@@ -286,10 +296,37 @@ class Router:
             kind = "many" if identify.group("plural") else "one"
         elif kind is None and not q.named and _YESNO.match(q.search):
             kind = "one"  # "Is infrared also used like that for dark videos?": yes, in this paper
+        via = f" (searched as: {q.expanded})" if q.expanded else ""
         if kind is not None:
-            return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match",
+            return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match{via}",
                          q, find=kind, evidence=evidence)
-        return Route("ask", "a question about the papers' content", q, evidence=evidence)
+        return Route("ask", f"a question about the papers' content{via}", q, evidence=evidence)
+
+    def _expanded(self, q: Query, evidence: dict[str, float]) -> Query | None:
+        """`q` searched by the terms the generator writes for it, when `q` is at least
+        `route.expand_floor` close and those terms find an abstract at least
+        `route.expand_threshold` close; else None (no generator, the rewrite off or failed, a
+        question too far to try, or still nothing close)."""
+        if self.expand is None or self.settings.expand_threshold <= 0 or not q.search.strip() \
+                or q.best < self.settings.expand_floor:
+            return None
+        try:
+            terms = self.expand(q.search)
+        except RagError as e:  # no model: the question is declined as before
+            log.warning("could not write search terms: %s", e)
+            return None
+        if not terms or terms.lower() == q.search.lower():
+            return None
+        vector = self.retriever.embedder.embed_one(terms)
+        pool = self.retriever.search(terms, k=30, vector=vector)
+        best = max((h.dense_score for h in pool[:8] if h.dense_score is not None), default=0.0)
+        evidence["expanded"] = round(best, 3)
+        if best < self.settings.expand_threshold:
+            return None
+        notice = (q.notice + " " if q.notice else "") + \
+            f"No abstract matched the question's own words; searched for: {terms}."
+        return replace(q, vector=vector, hits=tuple(pool[:8]), pool=tuple(pool), best=best,
+                       expanded=terms, notice=notice)
 
     def _covered(self, q: Query, evidence: dict[str, float]) -> bool:
         """One of the top hits' abstracts has (nearly) every content word of the question:

@@ -33,11 +33,18 @@ def _history(row: dict) -> list[Turn]:
 # unexpected pass (strict) rather than going unnoticed.
 KNOWN = {
     "Which papers discuss exploration vs exploitation?":
-        "declined: best cosine 0.344, under the dev-fitted gate 0.345",
+        "declined: best cosine 0.344, under the dev-fitted gate 0.345; its search terms "
+        "(rag/rewrite.py) reach 0.30, under 0.42",
     "Any papers on synthetic vs real-world data for pretraining?":
-        "declined: best cosine 0.318, under the dev-fitted gate 0.345",
+        "declined: best cosine 0.318, under the dev-fitted gate 0.345; its search terms "
+        "reach 0.37, under 0.42",
     "Which other papers use GRPO like that?":
-        "declined: best cosine 0.342 (GRPO names no single paper), under the gate 0.345",
+        "declined: best cosine 0.342 (GRPO names no single paper), under the gate 0.345, "
+        "and its search terms stay under 0.42",
+    "Which papers model protein folding?":
+        "found: the search terms the model writes for it ('protein structure prediction') "
+        "reach 0.48 on the protein language model abstract, over the rewrite gate 0.42 "
+        "(rag/rewrite.py); no abstract says 'folding'",
 }
 
 
@@ -62,6 +69,35 @@ def test_intent_table(assistant, row):
     route = assistant.router.route(row["question"], _history(row))
     assert route.intent == row["intent"], (route.reason, route.evidence, route.query.search)
     assert route.reason  # always a reason a user can read
+
+
+# differential privacy in plain words (also a row of the intents table)
+PLAIN_PRIVACY = ("Is there research here on guaranteeing that the output of a randomized "
+                 "procedure hardly changes when one person's record is removed?")
+
+
+@pytest.mark.model
+def test_a_topic_in_plain_words_is_searched_by_the_terms_the_model_writes(assistant):
+    route = assistant.router.route(PLAIN_PRIVACY)
+    assert route.evidence["best"] < assistant.settings.route.offtopic_threshold, route.evidence
+    assert route.intent == "find" and route.query.expanded, (route.reason, route.evidence)
+    assert route.query.search == PLAIN_PRIVACY  # the terms only search; the question stays
+    assert route.query.hits[0].chunk.paper_id == "000-02"
+    answer = assistant.ask(PLAIN_PRIVACY)
+    assert not answer.abstained and "000-02" in {c.paper_id for c in answer.citations}
+    assert "searched for: " + route.query.expanded in answer.notice
+
+
+@pytest.mark.model
+def test_with_no_search_terms_a_far_question_is_declined_as_before(assistant, monkeypatch):
+    from rag.errors import ModelError
+
+    def unprepared(text: str) -> str:
+        raise ModelError("the model is not prepared")
+
+    monkeypatch.setattr(assistant.router, "expand", unprepared)
+    route = assistant.router.route(PLAIN_PRIVACY)
+    assert route.intent == "decline" and "expanded" not in route.evidence
 
 
 @pytest.mark.model
