@@ -277,16 +277,16 @@ class Router:
                 named = tuple(p for p in prev if p in q.named) or prev
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
-        asked = q  # the question's own search text is what names are checked on
         if not q.named and q.best < s.offtopic_threshold and not self._covered(q, evidence):
             wider = self._expanded(q, evidence)
             if wider is None:
                 return Route("decline", "off-topic: no abstract is close to this question", q,
                              evidence=evidence)
-            q = wider  # "bounding what an algorithm reveals about one person": privacy
+            q = wider  # "bounding what an algorithm reveals about one person": privacy;
+            # its search text stays the user's question (the names below are checked on it)
         if not q.named and (q.language == "en" or q.search != q.text):  # English text only:
             # "... a new optimizer that replaces Adam?": no abstract says Adam
-            missing = names.absent_names(asked.search, self.mentions(),
+            missing = names.absent_names(q.search, self.mentions(),
                                          names.common_names(self.retriever.papers), s.fuzzy_name)
             if missing:
                 return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
