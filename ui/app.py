@@ -141,7 +141,8 @@ def main(settings: Settings | None = None) -> None:
         except Exception as e:  # titles are a nicety: the labels stay
             log.warning("background titles failed: %s", e)
 
-    threading.Thread(target=warm_up, name="rag-warm-up", daemon=True).start()
+    background = threading.Thread(target=warm_up, name="rag-warm-up", daemon=True)
+    background.start()
     app = create_app(assistant, settings)
     url = f"http://{settings.ui.host}:{settings.ui.port}"
     log.info("serving on %s (concurrency %d, queue %d)", url, concurrency(settings.ui, assistant),
@@ -157,6 +158,12 @@ def main(settings: Settings | None = None) -> None:
     while not stopping.wait(0.5):
         pass
     app.close()  # the index is only read while serving: nothing is left half-written
+    # a title call in flight ends after its current token (`stopping`); wait for it, or the
+    # interpreter exits under a running torch op and the process aborts ("terminate called
+    # without an active exception", seen with the transformers engine)
+    background.join(timeout=10)
+    if background.is_alive():
+        log.warning("background work still running at exit (loading the models?)")
     log.info("server closed")
 
 
