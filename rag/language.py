@@ -13,7 +13,7 @@ low-accuracy detector, always loaded, settles what it reads as English with conf
 high-accuracy mode by a detector of English and the low-accuracy reading's
 route.language_candidates best languages, whose models are unloaded afterwards. Its
 confidences are scaled by the candidates' share of the low-accuracy confidence, so that they
-stay comparable to the 30-language ones route.language_confidence was fitted on: without that,
+stay comparable to the 30-language ones route.language_confidence was fitted on (dev): without that,
 "PQL vs RFM" (" vs " once the names are set aside) read as Czech in a set of five. On dev's
 363 questions and comparisons this gives the single 30-language detector's language for
 every one, and so on test's 93 (counts only); a question that goes to the second stage pays

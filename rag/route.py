@@ -158,13 +158,18 @@ class Router:
         else:
             search, corrected = self.correct(text)
         named = self.named(f"{text} {search}" if search != text else text)
-        vector = self.retriever.embedder.embed_one(search)
-        pool = self.retriever.search(search, k=30, vector=vector) if search.strip() else []
-        # the off-topic signal: the best cosine among the top fused hits (where BM25 and the
-        # embedding agree); over all 30 dense hits it separated dev's off-topic rows worse
-        best = max((h.dense_score for h in pool[:8] if h.dense_score is not None), default=0.0)
+        vector, pool, best = self._search(search)
         return Query(text, lang, search, vector, tuple(named), tuple(pool[:8]), tuple(pool),
                      best, notice, corrected)
+
+    def _search(self, text: str) -> tuple[np.ndarray, list[Hit], float]:
+        """(embedding, 30 fused hits, off-topic signal) of `text`. The signal is the best
+        cosine among the top 8 fused hits (where BM25 and the embedding agree); over all 30
+        dense hits it separated dev's off-topic rows worse."""
+        vector = self.retriever.embedder.embed_one(text)
+        pool = self.retriever.search(text, k=30, vector=vector) if text.strip() else []
+        best = max((h.dense_score for h in pool[:8] if h.dense_score is not None), default=0.0)
+        return vector, pool, best
 
     def named(self, text: str) -> list[str]:
         """Papers named in `text`: exact names and numbers first, then fuzzy matches of
@@ -317,9 +322,7 @@ class Router:
             return None
         if not terms or terms.lower() == q.search.lower():
             return None
-        vector = self.retriever.embedder.embed_one(terms)
-        pool = self.retriever.search(terms, k=30, vector=vector)
-        best = max((h.dense_score for h in pool[:8] if h.dense_score is not None), default=0.0)
+        vector, pool, best = self._search(terms)
         evidence["expanded"] = round(best, 3)
         if best < self.settings.expand_threshold:
             return None
