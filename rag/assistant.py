@@ -497,6 +497,14 @@ class Assistant:
                         q, paper.clean[ranked[0].start:ranked[0].end], (paper.label,),
                         paper.clean)))):  # "which LLMs": a sentence naming none is no answer
             picks = ranked[:1]
+            if guard.asks_detail(q, (paper.label,)) and not guard.needs_name(q, (paper.label,)):
+                # of the sentences nearly as good (extract.SECOND), the first that names what
+                # was asked: "what kind of inference algorithm" -> "... a variational
+                # inference algorithm", not the framework's introduction one point above it
+                near = [e for e in ranked if e.score >= max(a.rescue, extract.SECOND * ranked[0].score)]
+                picks = next(([e] for e in near if guard.says(paper.clean[e.start:e.end], want.head)),
+                             next(([e] for e in near if guard.answers_head(
+                                 q, paper.clean[e.start:e.end], (paper.label,), paper.clean)), picks))
         if not picks:
             return None
         text, citations, sentences = extract.quote(paper, picks)

@@ -34,6 +34,11 @@ def _stem(words: list[str]) -> set[str]:
         return set(_stemmer.stemWords(words))
 
 
+def stem_set(words: list[str]) -> set[str]:
+    """The Snowball stems of `words` ("analyze" and "analyzes" -> "analyz")."""
+    return _stem(words)
+
+
 _FRAME_STEMS = _stem(sorted(_FRAME))
 # ... and the verbs a topic question is framed with ("Which papers look at / deal with /
 # address X?"), for `coverage` only: not the subject (complement does not use them, untested)

@@ -39,7 +39,8 @@ four did does do has have had its their exactly precisely""".split())
 _STOP = frozenset("""did does do is are was were used use uses using of for in on to by with has
 have had that this it they from at as be been when where which what achieve achieves report
 reports get gets give gives train trained propose proposed introduce introduced evaluate
-evaluated run""".split())
+evaluated run let lets allow allows enable enables make makes help helps need needs cause
+causes""".split())  # verbs end the head: "what kind of inference algorithm | lets it scale"
 
 
 # heads that name no detail of their own ("which value", "what result"): nothing to look for
@@ -190,11 +191,12 @@ states stated say says said mention mentions mentioned describe describes descri
 def restates(question: str, answer: str, names: tuple[str, ...] = ()) -> bool:
     """Whether `answer` adds no word of its own to `question` and the papers' `names`: it
     repeats the question ("The study where ... is [1].") instead of answering it."""
+    from rag.cover import stem_set  # Snowball stems: "analyzes" is "analyze" said again
     from rag.retrieve import tokenize  # the index's tokenizer: one notion of a word
 
-    given = {_stem(t) for t in tokenize(" ".join((question,) + names))}
-    said = {_stem(t) for t in tokenize(re.sub(r"\[\d+\]", " ", answer))}
-    return bool(said) and not (said - given - {_stem(w) for w in _FILLER})
+    given = stem_set(tokenize(" ".join((question,) + names)))
+    said = stem_set(tokenize(re.sub(r"\[\d+\]", " ", answer)))
+    return bool(said) and not (said - given - stem_set(sorted(_FILLER)))
 
 
 def needs_name(question: str, names: tuple[str, ...] = ()) -> bool:

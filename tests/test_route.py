@@ -336,6 +336,18 @@ def test_an_answer_that_says_the_question_back_is_no_answer():
     assert restates(q, "The paper states that layers matter most in games [1].")
     assert not restates(q, "The early layers matter most [1].")
     assert not restates(q, "")  # nothing said is a decline, handled elsewhere
+    # a word said again in another form adds nothing ("analyze" -> "analyzes"), a number does
+    q = "What kind of networks does the forgetting paper analyze?"
+    assert restates(q, "The forgetting paper analyzes networks [1].")
+    assert not restates(q, "It analyzes quadratic networks [1].")
+    assert not restates("How many GPUs?", "It used 8 GPUs [1].")
+
+
+def test_a_verb_ends_the_asked_head():
+    from rag.guard import asked
+
+    assert asked("What kind of solver lets the method scale to large graphs?").head == "solver"
+    assert asked("Which component allows the model to run offline?").head == "component"
 
 
 def test_the_detail_a_question_asks_for():

@@ -46,3 +46,15 @@ def test_benchmarks_an_abstract_never_names_are_not_stated(assistant):
     the bare acronym, "VTG [1]", still passes for a name: a known gap.)"""
     answer = assistant.ask("Which benchmarks does TaRO evaluate on?")
     assert answer.abstained, answer.text
+
+
+def test_a_quoted_answer_is_the_sentence_that_names_what_was_asked(assistant):
+    """The rescue quotes, of the sentences scoring nearly as well as the best, the one that
+    names the asked thing: the hypergraph paper's introduction sentence scores a hair above
+    the one giving its "variational inference algorithm"."""
+    papers = assistant.retriever.papers
+    q = ("What sort of inference algorithm lets the Bayesian hypergraph disease framework "
+         "scale to big EHR data?")
+    answer = assistant._rescue(q, "000-14", papers, [], ("000-14",), "")
+    assert answer is not None and answer.reason == "extracted"
+    assert "variational inference algorithm" in answer.text, answer.text
