@@ -501,10 +501,11 @@ class Assistant:
                 # of the sentences nearly as good (extract.SECOND), the first that names what
                 # was asked: "what kind of inference algorithm" -> "... a variational
                 # inference algorithm", not the framework's introduction one point above it
-                near = [e for e in ranked if e.score >= max(a.rescue, extract.SECOND * ranked[0].score)]
-                picks = next(([e] for e in near if guard.says(paper.clean[e.start:e.end], want.head)),
-                             next(([e] for e in near if guard.answers_head(
-                                 q, paper.clean[e.start:e.end], (paper.label,), paper.clean)), picks))
+                floor = max(a.rescue, extract.SECOND * ranked[0].score)
+                near = [(e, paper.clean[e.start:e.end]) for e in ranked if e.score >= floor]
+                naming = [e for e, x in near if guard.says(x, want.head)] or [
+                    e for e, x in near if guard.answers_head(q, x, (paper.label,), paper.clean)]
+                picks = naming[:1] or picks
         if not picks:
             return None
         text, citations, sentences = extract.quote(paper, picks)

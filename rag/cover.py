@@ -29,27 +29,23 @@ _lock = threading.Lock()  # a Stemmer object is not safe to share between thread
 _stemmer = Stemmer.Stemmer("english")
 
 
-def _stem(words: list[str]) -> set[str]:
+def stem_set(words: list[str]) -> set[str]:
+    """The Snowball stems of `words` ("analyze" and "analyzes" -> "analyz")."""
     with _lock:
         return set(_stemmer.stemWords(words))
 
 
-def stem_set(words: list[str]) -> set[str]:
-    """The Snowball stems of `words` ("analyze" and "analyzes" -> "analyz")."""
-    return _stem(words)
-
-
-_FRAME_STEMS = _stem(sorted(_FRAME))
+_FRAME_STEMS = stem_set(sorted(_FRAME))
 # ... and the verbs a topic question is framed with ("Which papers look at / deal with /
 # address X?"), for `coverage` only: not the subject (complement does not use them, untested)
-_TOPIC_FRAME_STEMS = _FRAME_STEMS | _stem("""look looking deal dealing address tackle apply
+_TOPIC_FRAME_STEMS = _FRAME_STEMS | stem_set("""look looking deal dealing address tackle apply
 handle cover discuss explore focus concern involve investigate examine research something
 anything here collection""".split())
 
 
 def stems(text: str) -> set[str]:
     """Content-word stems of `text` (retrieval's tokens less framing words, in any form)."""
-    return _stem([w for w in tokenize(text) if not w.isdigit() and len(w) > 2]) - _FRAME_STEMS
+    return stem_set([w for w in tokenize(text) if not w.isdigit() and len(w) > 2]) - _FRAME_STEMS
 
 
 def left_out(question: str, answer: str, paper: Paper) -> set[str]:
@@ -71,7 +67,7 @@ def coverage(question: str, paper: Paper) -> float:
     have = stems(paper.clean)
     total = hit = 0.0
     for w in words:
-        st = _stem([w])
+        st = stem_set([w])
         if st <= _TOPIC_FRAME_STEMS:
             continue
         weight = max(1.0, 8.0 - zipf_frequency(w, "en"))
