@@ -60,10 +60,18 @@ _FINDING = re.compile(
 def clean_question(question: str, limit: int) -> tuple[str, str]:
     """(question, notice): control characters removed, whitespace folded, length capped."""
     q = " ".join(_CONTROL.sub(" ", question or "").split())
-    if len(q) > limit:
-        cut = q[:limit].rsplit(" ", 1)[0] or q[:limit]
-        return cut, f"Your question was {len(q):,} characters; only the first {len(cut):,} were used."
-    return q, ""
+    if len(q) <= limit:
+        return q, ""
+    # a pasted text with the question at its end ("<3,000 characters of notes> Which paper
+    # ...?"): the last question is kept, after as much of the beginning as fits
+    asks = [m for m in re.finditer(r"(?:^|(?<=[.!?:;]\s))[^.!?]*\?", q) if m.start() >= limit // 2]
+    tail = q[asks[-1].start():].strip() if asks else ""
+    if tail and len(tail) <= limit // 2:
+        head = q[:limit - len(tail) - 3].rsplit(" ", 1)[0].strip()
+        return f"{head} … {tail}" if head else tail, (f"Your question was {len(q):,} characters; the first "
+                                     f"{len(head):,} and its last question were used.")
+    cut = q[:limit].rsplit(" ", 1)[0] or q[:limit]
+    return cut, f"Your question was {len(q):,} characters; only the first {len(cut):,} were used."
 
 
 def finding_kind(question: str) -> Literal["one", "many"] | None:

@@ -285,6 +285,16 @@ def test_clean_question():
     assert len(q) <= 100 and "characters" in notice
 
 
+def test_an_over_long_question_keeps_its_last_question():
+    """Pasted notes with the question at their end: the question is not what gets cut."""
+    notes = "We read about kernels and margins in class today. " * 60
+    q, notice = clean_question(notes + "What kind of classifier head does DDSVM refit?", 2000)
+    assert len(q) <= 2000 and q.endswith("What kind of classifier head does DDSVM refit?")
+    assert q.startswith("We read about kernels") and "last question" in notice
+    q, notice = clean_question("Which paper proposes SVOO? " + "very " * 4000, 2000)
+    assert q.startswith("Which paper proposes SVOO? very") and "only the first" in notice
+
+
 @pytest.fixture(scope="module")
 def papers():
     from rag.config import ROOT
