@@ -23,7 +23,9 @@ _QUANTITY = re.compile(r"^(?:speed-?ups?|percentages?|accuracy|improvements?|red
 _NUMBER = re.compile(
     r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
     r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
-    r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?)\b|"
+    r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?|"
+    # a setting's value: "what learning rate", "what hidden-layer width", "what rank"
+    r"rates?|widths?|depths?|dimensionality|lengths?|budgets?|temperatures?|ranks?|counts?)\b|"
     r"\bin (?:milli)?seconds\b|\bin (?:hours|minutes|days|gb|mb|percent)\b",
     re.IGNORECASE)
 _EXPANSION = re.compile(r"\bstands? for\b|\bshort for\b|\babbreviat|\bacronym\b|\bexpan(?:d|sion)\b|"
@@ -148,6 +150,8 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
     -> "arm"), unless the head names no detail ("which value"). A head whose answer is a name
     ("which two models") is also answered by a name the question lacks and the abstract
     `source` has ("LLaMA-7B")."""
+    if source and asks_person(question):  # "whose conjecture": the person, not "a conjecture"
+        return bool(person_names(answer, question, source))
     a = asked(question, names)
     if not _names_detail(a.head):
         return True
@@ -200,16 +204,47 @@ def restates(question: str, answer: str, names: tuple[str, ...] = ()) -> bool:
 
 
 def needs_name(question: str, names: tuple[str, ...] = ()) -> bool:
-    """Whether only a name answers `question` ("which benchmarks", "which LLMs")."""
+    """Whether only a name answers `question` ("which benchmarks", "which LLMs", "who")."""
     head = asked(question, names).head
-    return bool(head) and _stem(head.split()[-1]) in _NAMED_ONLY
+    return asks_person(question) or bool(head) and _stem(head.split()[-1]) in _NAMED_ONLY
 
 
 def asks_detail(question: str, names: tuple[str, ...] = ()) -> str:
-    """The detail `question` asks for ("auxiliary modalities"), or "" when it asks for none
-    (no head noun, "which paper", "which value") or for an acronym's expansion."""
+    """The detail `question` asks for ("auxiliary modalities", "person" for "who"), or ""
+    when it asks for none (no head noun, "which paper", "which value") or for an acronym's
+    expansion."""
+    if asks_person(question):  # "who first stated it": a verb follows, no head noun
+        return "person"
     a = asked(question, names)
     return a.head if a.kind != "expansion" and _names_detail(a.head) else ""
+
+
+# "who proved ...", "whose conjecture ...", "by whom", "which authors": a person is asked
+_PERSON = re.compile(r"^\W*(?:who|whose|whom)\b|\b(?:by|from|to|of) whom\b|\b(?:which|what) "
+                     r"(?:authors?|researchers?|people|persons?|scientists?|mathematicians?)\b",
+                     re.IGNORECASE)
+
+
+def asks_person(question: str) -> bool:
+    """Whether `question` (English) asks who: only a person's name answers it."""
+    return bool(_PERSON.search(question))
+
+
+def person_names(answer: str, question: str, source: str) -> set[str]:
+    """Capitalised words of `answer` that `question` lacks and the abstract `source` has in
+    mid-sentence ("Zhu" of "a conjecture of Zhu et al."), where a capital marks a name
+    rather than a sentence's start."""
+    asked_words = {w.lower() for w in re.findall(r"\w+", question)}
+    mid = {m.group(0) for m in re.finditer(r"(?<=[\w,;:()]\s)[A-Z][\w-]*", source)}
+    # not a name: the words of a spelled-out abbreviation ("Rényi Differential Privacy
+    # (RDP)") or of a pointer into the paper ("Appendix F.3")
+    for m in re.finditer(r"((?:[A-Z][\w-]*\s+){1,5})\(\s*[A-Z][\w-]*\s*\)", source):
+        mid -= set(m.group(1).split())
+    mid -= {"Appendix", "Section", "Figure", "Table", "Theorem", "Lemma", "Algorithm",
+            "Equation", "Eq", "Fig", "Sec"}
+    said = {w.split("'")[0] for w in re.findall(r"[A-Z][\w'-]*", re.sub(r"\[\d+\]", " ", answer))}
+    return {w for w in said if w in mid and w.lower() not in asked_words and
+            re.fullmatch(r"[A-Z][^\W\d_]+", w)}  # "Zhu", not "F" (of "F.3") nor "GPT-4"
 
 
 def _names_detail(head: str) -> bool:

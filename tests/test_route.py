@@ -411,6 +411,29 @@ def test_only_a_name_answers_which_benchmarks():
     assert answers_head(q, "QVHighlights [1].", (), src)
 
 
+def test_a_who_question_is_answered_only_by_a_person_the_abstract_names():
+    from rag.guard import answers_head, asks_detail, needs_name
+
+    src = ("We revisit a bound first stated by Okafor and Lindqvist. Our proof extends it to "
+           "Markov chains with Gaussian noise.")
+    q = "Whose bound does the paper extend?"
+    assert needs_name(q) and asks_detail("Who first stated the bound?") == "person"
+    assert answers_head(q, "It extends the bound of Okafor and Lindqvist [1].", (), src)
+    assert not answers_head(q, "It extends a known bound to noisy chains [1].", (), src)
+    assert not answers_head(q, "It extends Smith's bound [1].", (), src)  # not in the abstract
+    assert not answers_head("Who proposed the method?", "We revisit it [1].", (), src)
+    assert not needs_name("Which papers study Markov chains?")
+
+
+@pytest.mark.parametrize("question", [
+    "What hidden-layer width did the experiments use?", "What learning rate was used?",
+    "What sampling temperature did they decode with?", "What rank do the adapters have?",
+    "Which context length does the model support?",
+])
+def test_a_setting_is_asked_as_a_number(question):
+    assert asked(question).kind == "number"
+
+
 # ---- names the abstract never mentions, Schwartz-Hearst long forms, label-first names ----
 
 def test_a_name_the_abstract_never_mentions_means_the_detail_is_not_stated(papers):
