@@ -24,10 +24,13 @@ _NUMBER = re.compile(
     r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
     r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
     r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?|"
-    # a setting's value: "what learning rate", "what hidden-layer width", "what rank"
-    r"rates?|widths?|depths?|dimensionality|lengths?|budgets?|temperatures?|ranks?|counts?)\b|"
+    # a setting's value: "what learning rate", "what hidden-layer width", "what rank" (not a
+    # bare "rate": "what convergence rate" is answered "linear")
+    r"learning rates?|dropout rates?|widths?|depths?|dimensionality|lengths?|budgets?|temperatures?|ranks?|counts?)\b|"
     r"\bin (?:milli)?seconds\b|\bin (?:hours|minutes|days|gb|mb|percent)\b",
     re.IGNORECASE)
+# a setting, unlike a result ("which improvement"), is named as such when an abstract states it
+_SETTING = re.compile(r"\b(?:learning|dropout) rates?\b")
 _EXPANSION = re.compile(r"\bstands? for\b|\bshort for\b|\babbreviat|\bacronym\b|\bexpan(?:d|sion)\b|"
                         r"\bfull (?:name|form)\b", re.IGNORECASE)
 # "what does RULE mean?", "what is the R in RULE?": an acronym's meaning is its expansion
@@ -264,7 +267,8 @@ def missing_detail(question: str, paper: Paper, similarity: float, threshold: fl
     a = asked(question, (paper.label,))
     if a.kind == "expansion" or not _names_detail(a.head) or says_asked(paper.clean, a):
         return None
-    if a.kind == "number" and _QUANTITY.search(a.head.split()[-1]):
+    if a.kind == "number" and _QUANTITY.search(a.head.split()[-1]) and \
+            not _SETTING.search(a.head):
         return None  # "which improvement": abstracts state results in other words (speedup, x)
     return a.head if similarity < threshold else None
 
