@@ -26,7 +26,8 @@ _NUMBER = re.compile(
     r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?|"
     # a setting's value: "what learning rate", "what hidden-layer width", "what rank" (not a
     # bare "rate": "what convergence rate" is answered "linear")
-    r"learning rates?|dropout rates?|widths?|depths?|dimensionality|lengths?|budgets?|temperatures?|ranks?|counts?)\b|"
+    r"learning rates?|dropout rates?|widths?|depths?|dimensionality|lengths?|budgets?|"
+    r"temperatures?|ranks?|counts?)\b|"
     r"\bin (?:milli)?seconds\b|\bin (?:hours|minutes|days|gb|mb|percent)\b",
     re.IGNORECASE)
 # a setting, unlike a result ("which improvement"), is named as such when an abstract states it
