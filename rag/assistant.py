@@ -490,7 +490,10 @@ class Assistant:
         if want.kind == "number":  # a multi-digit number, or any quantity next to the head noun
             said = [paper.clean[e.start:e.end] for e in ranked]
             picks = [e for e, x in zip(ranked, said, strict=True) if e.score >= a.rescue_number
-                     and (numbers(x) or guard.quantity_near(x, want.head))][:1]
+                     and (numbers(x) or guard.quantity_near(x, want.head))]
+            # "how many games": the sentence with "eight games" before the one with "276 pairs"
+            picks = ([e for e in picks if guard.quantity_near(
+                paper.clean[e.start:e.end], want.head)] or picks)[:1]
         elif not number_only and (extract.is_definition(q) or (
                 ranked[0].score >= a.rescue and (
                     not guard.needs_name(q, (paper.label,)) or guard.answers_head(
@@ -567,16 +570,40 @@ class Assistant:
             if target is not None and guard.needs_name(q, labels):  # "which benchmarks": the
                 return self._not_stated(q, passages, papers, hits, closest, notice,  # draft
                                         "not-stated", first=target)  # and second look named none
-        if guard.asked(q).kind == "number" and not guard.states_quantity(strip_markers(text)):
-            cited = target or (citations[0].paper_id if citations else None)
+            member = self._member(q, papers[one], hits, closest, notice)
+            if member is not None:  # "what kind of inequality": the sentence naming its kind
+                return member
+        cited = target or (citations[0].paper_id if citations else None)
+        if guard.asked(q).kind == "number" and not guard.answers_quantity(
+                q, strip_markers(text), papers[cited].clean if cited in papers else "", labels):
             rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)
             if rescued is not None:  # the asked number, quoted, instead of a vague answer
                 return rescued
-            if target is not None:  # a number asked of one paper, and none it states fits
+            if target is not None and not guard.states_quantity(strip_markers(text)):
+                # a number asked of one paper, and none it states fits (a draft with a number
+                # not beside the asked noun, and no sentence to quote instead, is kept)
                 return self._not_stated(q, passages, papers, hits, closest, notice,
                                         "not-stated", first=target)
         return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                       abstained=False, sentences=sentences, closest=closest, notice=notice)
+
+    def _member(self, q: str, paper: Paper, hits: list[Hit], closest: tuple[str, ...],
+                notice: str) -> Answer | None:
+        """For a category question whose answer names no member the abstract names ("what
+        kind of concentration inequality" -> "a novel Bernstein-type inequality"), the best
+        matching sentence that names one, quoted. No score floor: the sentence has the asked
+        noun itself (the one that named "Bernstein-type" scored 0.19 against the question)."""
+        members = guard.category_members(q, paper.clean, (paper.label,))
+        if not members:
+            return None
+        for ev in self.sentences.rank(paper, _without(q, paper.label)):
+            said = paper.clean[ev.start:ev.end]
+            if guard.names_member(q, said, paper.clean, (paper.label,)):
+                text, citations, sentences = extract.quote(paper, [ev])
+                return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
+                              abstained=False, sentences=sentences, closest=closest,
+                              notice=notice, reason="extracted")
+        return None
 
     def _second_look(self, q: str, target: str | None, papers: dict[str, Paper],
                      hits: list[Hit], closest: tuple[str, ...], notice: str) -> Answer | None:
@@ -613,8 +640,8 @@ class Assistant:
                                             a.support_threshold, a.unsupported == "drop",
                                             allowed=names.allowed_names(q, papers))
         if not any(x.supported for x in sentences) or (
-                guard.asked(q).kind == "number" and not guard.states_quantity(
-                    strip_markers(text))):
+                guard.asked(q).kind == "number" and not guard.answers_quantity(
+                    q, strip_markers(text), paper.clean, (paper.label,))):
             return None
         return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                       abstained=False, sentences=sentences, closest=closest, notice=notice,

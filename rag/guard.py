@@ -140,6 +140,51 @@ def says_asked(text: str, a: Asked) -> bool:
                                   says(text, " ".join(words[:-1])))
 
 
+def category_members(question: str, source: str, names: tuple[str, ...] = ()) -> set[str]:
+    """For a category question ("what kind of concentration inequality"), the words the
+    abstract `source` writes in the two before the category's noun that the question lacks
+    ("Bernstein-type" of "a novel Bernstein-type inequality"): how it names the member."""
+    a = asked(question, names)
+    if not a.category or not _names_detail(a.head) or not source:
+        return set()
+    last = _stem(a.head.split()[-1])
+    stem = re.escape(last[:max(4, len(last) - 1)])
+    given = {w.lower() for w in re.findall(r"[\w-]+", question)}
+    found: set[str] = set()
+    for m in re.finditer(r"((?:[A-Za-z][\w-]*\s+){1,2})" + stem, source, re.IGNORECASE):
+        for w in m.group(1).split():
+            low = w.lower()
+            if len(low) >= 4 and low not in given and low not in _GLUE and low not in _STOP \
+                    and low not in _PLAIN and low not in _SKIP:
+                found.add(w)
+    return found
+
+
+# words before a noun that name no member of its kind: "a novel inequality"
+_PLAIN = frozenset("""novel proposed simple first second single general standard existing
+these those such their this that other several various""".split())
+
+
+def names_member(question: str, answer: str, source: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether `answer` names the member a category question asks for, as the abstract
+    `source` names it before the category's noun (category_members), when it names one:
+    "a concentration inequality for martingales" does not say "Bernstein-type"."""
+    members = category_members(question, source, names)
+    said = answer.lower()
+    return not members or any(m.lower().split("-")[0] in said for m in members)
+
+
+def answers_quantity(question: str, answer: str, source: str = "",
+                     names: tuple[str, ...] = ()) -> bool:
+    """Whether `answer` states the quantity a number question asks for: any quantity, and
+    one next to the asked noun when the abstract `source` puts one there ("eight games" for
+    "how many games", not the "276" of "276 model pairs")."""
+    if not states_quantity(answer):
+        return False
+    head = asked(question, names).head
+    return not (head and source and quantity_near(source, head)) or quantity_near(answer, head)
+
+
 def says(text: str, phrase: str) -> bool:
     """Whether `text` has the phrase's head word (plural or singular); True for no phrase."""
     if not phrase:
@@ -166,6 +211,8 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
         return any(not re.search(re.escape(n) + r"\s+" + stem, answer, re.IGNORECASE) and
                    not re.search(r"\(\s*" + re.escape(n) + r"s?\s*[),;]", source)
                    for n in new_names(answer, question, source))
+    if source and a.category and not names_member(question, answer, source, names):
+        return False  # "what kind of inequality": "Bernstein-type", as the abstract says
     return says_asked(answer, a) or (bool(source) and last in _NAMED_BY and
                                     bool(new_names(answer, question, source)))
 

@@ -434,6 +434,32 @@ def test_a_setting_is_asked_as_a_number(question):
     assert asked(question).kind == "number"
 
 
+def test_a_kind_of_thing_is_answered_by_the_member_the_abstract_names():
+    """"What kind of X" is answered by the word the abstract writes before X ("Hoeffding-style
+    bound"), not by X restated with the sentence's other words."""
+    from rag.guard import answers_head, category_members
+
+    src = ("We derive a new Hoeffding-style bound for dependent samples. Using the tail bound, "
+           "we prove that the estimator converges.")
+    q = "What kind of tail bound does the estimator rely on?"
+    assert category_members(q, src) == {"Hoeffding-style"}
+    assert not answers_head(q, "It relies on a tail bound for dependent samples [1].", (), src)
+    assert answers_head(q, "A Hoeffding-style bound for dependent samples [1].", (), src)
+    assert category_members("What tail bound does the estimator rely on?", src) == set()  # no "kind"
+
+
+def test_a_count_is_the_number_beside_the_counted_noun():
+    """"How many tasks": "six tasks" answers it, "120 runs" of the same sentence does not; an
+    abstract with no number beside the noun asks only for some quantity."""
+    from rag.guard import answers_quantity
+
+    src = "We run 120 seeds over six tasks from the suite, and improve returns by 14%."
+    q = "How many tasks were the agents trained on?"
+    assert answers_quantity(q, "The agents were trained on six tasks [1].", src)
+    assert not answers_quantity(q, "They ran 120 [1].", src)
+    assert not answers_quantity(q, "Several tasks [1].", src)
+    assert answers_quantity("How many GPUs were used?", "They used 8 [1].", src)  # none beside GPUs
+
 # ---- names the abstract never mentions, Schwartz-Hearst long forms, label-first names ----
 
 def test_a_name_the_abstract_never_mentions_means_the_detail_is_not_stated(papers):
