@@ -19,11 +19,13 @@ from rag.types import Paper
 Kind = Literal["number", "expansion", "other"]
 
 _QUANTITY = re.compile(r"^(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
-                       r"performance|results?|scores?|factor|rates?|boost|increase|decrease)$")
+                       r"performance|results?|scores?|factor|rates?|boosts?|increases?|"
+                       r"decreases?|drops?)$")
 _NUMBER = re.compile(
     r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
     r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
     r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?|"
+    r"increases?|decreases?|boosts?|drops?|"  # "what is the speed increase"
     # a setting's value: "what learning rate", "what hidden-layer width", "what rank" (not a
     # bare "rate": "what convergence rate" is answered "linear")
     r"learning rates?|dropout rates?|widths?|depths?|dimensionality|lengths?|budgets?|"

@@ -434,6 +434,16 @@ def test_a_setting_is_asked_as_a_number(question):
     assert asked(question).kind == "number"
 
 
+@pytest.mark.parametrize("question", [
+    "What is the speed increase of the new kernel?", "Which accuracy drop does pruning cause?",
+    "What boost in recall do the authors see?",
+])
+def test_a_change_in_a_result_is_asked_as_a_number(question):
+    """A translated "Beschleunigung" reads "speed increase": a number (the abstract says
+    "speedup"), not a head noun the abstract must contain."""
+    assert asked(question).kind == "number"
+
+
 def test_a_kind_of_thing_is_answered_by_the_member_the_abstract_names():
     """"What kind of X" is answered by the word the abstract writes before X ("Hoeffding-style
     bound"), not by X restated with the sentence's other words."""
