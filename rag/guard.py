@@ -21,6 +21,8 @@ Kind = Literal["number", "expansion", "other"]
 _QUANTITY = re.compile(r"^(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
                        r"performance|results?|scores?|factor|rates?|boosts?|increases?|"
                        r"decreases?|drops?)$")
+# a setting, unlike a result ("which improvement"), is named as such when an abstract states it
+_SETTING_WORDS = r"(?:learning|dropout) rates?"
 _NUMBER = re.compile(
     r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
     r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
@@ -28,12 +30,11 @@ _NUMBER = re.compile(
     r"increases?|decreases?|boosts?|drops?|"  # "what is the speed increase"
     # a setting's value: "what learning rate", "what hidden-layer width", "what rank" (not a
     # bare "rate": "what convergence rate" is answered "linear")
-    r"learning rates?|dropout rates?|widths?|depths?|dimensionality|lengths?|budgets?|"
+    + _SETTING_WORDS + r"|widths?|depths?|dimensionality|lengths?|budgets?|"
     r"temperatures?|ranks?|counts?)\b|"
     r"\bin (?:milli)?seconds\b|\bin (?:hours|minutes|days|gb|mb|percent)\b",
     re.IGNORECASE)
-# a setting, unlike a result ("which improvement"), is named as such when an abstract states it
-_SETTING = re.compile(r"\b(?:learning|dropout) rates?\b")
+_SETTING = re.compile(r"\b" + _SETTING_WORDS + r"\b")
 _EXPANSION = re.compile(r"\bstands? for\b|\bshort for\b|\babbreviat|\bacronym\b|\bexpan(?:d|sion)\b|"
                         r"\bfull (?:name|form)\b", re.IGNORECASE)
 # "what does RULE mean?", "what is the R in RULE?": an acronym's meaning is its expansion
