@@ -589,16 +589,17 @@ class Assistant:
 
     def _member(self, q: str, paper: Paper, hits: list[Hit], closest: tuple[str, ...],
                 notice: str) -> Answer | None:
-        """For a category question whose answer names no member the abstract names ("what
-        kind of concentration inequality" -> "a novel Bernstein-type inequality"), the best
-        matching sentence that names one, quoted. No score floor: the sentence has the asked
-        noun itself (the one that named "Bernstein-type" scored 0.19 against the question)."""
-        members = guard.category_members(q, paper.clean, (paper.label,))
-        if not members:
+        """When the answer names no member of what was asked and the abstract names some, its
+        best matching sentence that does, quoted: "what kind of concentration inequality" ->
+        "a novel Bernstein-type inequality", "which board games" -> "... five board games:
+        Animal Shogi, ..., Othello". No score floor: the sentence has the asked noun itself
+        (the one that named "Bernstein-type" scored 0.19 against the question)."""
+        label = (paper.label,)
+        if not guard.lists_members(q, paper.clean, label):
             return None
         for ev in self.sentences.rank(paper, _without(q, paper.label)):
             said = paper.clean[ev.start:ev.end]
-            if guard.names_member(q, said, paper.clean, (paper.label,)):
+            if guard.answers_head(q, said, label, paper.clean):
                 text, citations, sentences = extract.quote(paper, [ev])
                 return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
                               abstained=False, sentences=sentences, closest=closest,

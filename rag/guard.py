@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from rag.chunk import sentence_spans
 from rag.types import Paper
 
 Kind = Literal["number", "expansion", "other"]
@@ -216,8 +217,42 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
                    for n in new_names(answer, question, source))
     if source and a.category and not names_member(question, answer, source, names):
         return False  # "what kind of inequality": "Bernstein-type", as the abstract says
+    if source and last in _NAMED_BY:
+        listed = [x for x in _sentences_with(source, last) if _instances(question, x, source, names)]
+        if listed:  # "five board games: Animal Shogi, ..., Othello": "board games" is no answer
+            return any(person_names(answer, question, x) or new_names(answer, question, x)
+                       for x in listed)
     return says_asked(answer, a) or (bool(source) and last in _NAMED_BY and
                                     bool(new_names(answer, question, source)))
+
+
+def lists_members(question: str, source: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether the abstract `source` names members of what `question` asks for: the kind a
+    category question asks ("Bernstein-type" inequality), or the names listed beside a head
+    a name answers ("board games: Go, Hex, ...")."""
+    a = asked(question, names)
+    if not _names_detail(a.head):
+        return False
+    last = _stem(a.head.split()[-1])
+    return bool(category_members(question, source, names)) or (
+        last in _NAMED_BY and any(_instances(question, x, source, names)
+                                  for x in _sentences_with(source, last)))
+
+
+def _sentences_with(source: str, word: str) -> list[str]:
+    """The sentences of `source` that have `word` (its stem, as `says` reads it)."""
+    return [source[s:e] for s, e in sentence_spans(source) if says(source[s:e], word)]
+
+
+def _instances(question: str, sentence: str, source: str, names: tuple[str, ...] = ()) -> set[str]:
+    """Names `sentence` (of the abstract `source`) gives that `question` and the paper's own
+    `names` lack: coined ones ("ResNet-50") and capitalised words in mid-sentence ("Go, Hex,
+    and Othello"); not an abbreviation the abstract spells out ("large language models
+    (LLMs)") or its words, nor a two-capital one ("AI")."""
+    found = new_names(sentence, question, sentence) | person_names(sentence, question, source)
+    own = {w.lower() for n in names for w in re.findall(r"[\w-]+", n)}
+    return {n for n in found if not (len(n) <= 2 and n.isupper()) and n.lower() not in own and
+            not re.search(r"\(\s*" + re.escape(n) + r"s?\s*[),;]", source)}
 
 
 # heads only a name answers: "which benchmarks" is not answered by "VTG benchmarks" (dev: every

@@ -458,6 +458,23 @@ def test_a_kind_of_thing_is_answered_by_the_member_the_abstract_names():
     assert category_members("What tail bound does the estimator rely on?", src) == set()  # no "kind"
 
 
+def test_which_games_is_answered_by_the_games_the_abstract_lists():
+    """"Which board games": when the abstract lists them ("Chess, Go and Hex"), the class
+    ("board games") is no answer; when it lists none, naming the class still is."""
+    from rag.guard import answers_head
+
+    src = ("Board games are a classic testbed. We train on four board games: Chess, Go, Hex "
+           "and Othello, using large language models (LLMs) as critics.")
+    q = "On which board games was the agent trained?"
+    assert answers_head(q, "On Go and Othello [1].", (), src)
+    assert not answers_head(q, "It was trained on board games [1].", (), src)
+    plain = "Board games are a classic testbed. We train on several board games."
+    assert answers_head(q, "It was trained on board games [1].", (), plain)
+    # an abbreviation the abstract spells out is no listed name
+    assert answers_head("Which models are the critics?", "Language models [1].", (),
+                        "We use large language models (LLMs) as critics.")
+
+
 def test_a_count_is_the_number_beside_the_counted_noun():
     """"How many tasks": "six tasks" answers it, "120 runs" of the same sentence does not; an
     abstract with no number beside the noun asks only for some quantity."""

@@ -58,3 +58,17 @@ def test_a_quoted_answer_is_the_sentence_that_names_what_was_asked(assistant):
     answer = assistant._rescue(q, "000-14", papers, [], ("000-14",), "")
     assert answer is not None and answer.reason == "extracted"
     assert "variational inference algorithm" in answer.text, answer.text
+
+
+def test_the_names_the_abstract_lists_are_quoted(assistant):
+    """When a draft names none of what was asked and the abstract lists them
+    (assistant._member, on the real sentence index): "which games" is answered by the
+    sentence listing them, not by one that only says "games"."""
+    papers = assistant.retriever.papers
+    q = "Which games did the agent of the reverse-KL policy optimisation paper learn to play?"
+    member = assistant._member(q, papers["004-05"], [], ("004-05",), "")
+    assert member is not None and "Othello" in member.text, member
+    assert {c.paper_id for c in member.citations} == {"004-05"}
+    # nothing listed beside the asked noun: no quote
+    assert assistant._member("Which method does FedScar propose?", papers["004-16"], [],
+                             ("004-16",), "") is None
