@@ -218,10 +218,11 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
     if source and a.category and not names_member(question, answer, source, names):
         return False  # "what kind of inequality": "Bernstein-type", as the abstract says
     if source and last in _NAMED_BY:
-        listed = [x for x in _sentences_with(source, last) if _instances(question, x, source, names)]
+        listed = [found for x in _sentences_with(source, last)
+                  if (found := _instances(question, x, source, names))]
         if listed:  # "five board games: Animal Shogi, ..., Othello": "board games" is no answer
-            return any(person_names(answer, question, x) or new_names(answer, question, x)
-                       for x in listed)
+            said = new_names(answer, question, source) | person_names(answer, question, source)
+            return any(said & found for found in listed)
     return says_asked(answer, a) or (bool(source) and last in _NAMED_BY and
                                     bool(new_names(answer, question, source)))
 
