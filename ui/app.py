@@ -9,7 +9,9 @@ it), and each request gets its own stop Event (see ui/session.py).
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -163,7 +165,16 @@ def main(settings: Settings | None = None) -> None:
     # without an active exception", seen with the transformers engine)
     background.join(timeout=10)
     if background.is_alive():
+        # still loading the models (a title call would have ended on `stopping`): nothing is
+        # being written, but letting the interpreter finalise under a thread inside llama.cpp's
+        # loader aborts the process ("FATAL: exception not rethrown", exit -6), so the process
+        # ends here without that finalisation
         log.warning("background work still running at exit (loading the models?)")
+        log.info("server closed")
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     log.info("server closed")
 
 
