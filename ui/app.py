@@ -164,18 +164,19 @@ def main(settings: Settings | None = None) -> None:
     # interpreter exits under a running torch op and the process aborts ("terminate called
     # without an active exception", seen with the transformers engine)
     background.join(timeout=10)
-    if background.is_alive():
+    loading = background.is_alive()
+    if loading:
+        log.warning("background work still running at exit (loading the models?)")
+    log.info("server closed")
+    if loading:
         # still loading the models (a title call would have ended on `stopping`): nothing is
         # being written, but letting the interpreter finalise under a thread inside llama.cpp's
         # loader aborts the process ("FATAL: exception not rethrown", exit -6), so the process
         # ends here without that finalisation
-        log.warning("background work still running at exit (loading the models?)")
-        log.info("server closed")
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
-    log.info("server closed")
 
 
 if __name__ == "__main__":
