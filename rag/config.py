@@ -175,7 +175,7 @@ class RouteSettings(BaseModel):
     # lingua in two stages (rag/language.py): the low-accuracy reading settles English this
     # sure; other text is read again in high accuracy over English and this many candidates
     language_sure: float = Field(0.5, gt=0, le=1)
-    language_candidates: int = Field(4, ge=1)
+    language_candidates: int = Field(3, ge=1)
     typo_ratio: float = 80.0  # rapidfuzz ratio for correcting a word towards the corpus vocabulary
     typo_zipf: float = 2.0  # words at least this common in English (wordfreq Zipf scale) are never corrected
     fuzzy_name: float = 80.0  # rapidfuzz ratio for a misspelt paper name
