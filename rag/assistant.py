@@ -490,7 +490,8 @@ class Assistant:
         if want.kind == "number":  # a multi-digit number, or any quantity next to the head noun
             said = [paper.clean[e.start:e.end] for e in ranked]
             picks = [e for e, x in zip(ranked, said, strict=True) if e.score >= a.rescue_number
-                     and (numbers(x) or guard.quantity_near(x, want.head))]
+                     and (numbers(x) or guard.quantity_near(x, want.head))
+                     and guard.new_quantity(x, q)]  # not only the question's own "760M"
             # "how many games": the sentence with "eight games" before the one with "276 pairs"
             picks = ([e for e in picks if guard.quantity_near(
                 paper.clean[e.start:e.end], want.head)] or picks)[:1]
@@ -528,10 +529,12 @@ class Assistant:
             marked = named  # the model pointed at the paper: looked at again just below
             plain = ""
         if not plain and marked and target is None:  # a bare "[1]": say which paper it means
-            looked = self._second_look(q, marked[0], papers, hits, closest, notice) \
-                if guard.asks_detail(q, labels) else None  # ... and what it says of the asked
-            if looked is not None:
-                return looked
+            if guard.asks_detail(q, labels):  # ... and what it says of the asked detail: a
+                # list of the pointed-at papers is no answer to "on which benchmark does ...?"
+                return self._second_look(q, marked[0], papers, hits, closest, notice) or \
+                    self._rescue(q, marked[0], papers, hits, closest, notice) or \
+                    self._not_stated(q, passages, papers, hits, closest, notice, "unsupported",
+                                     first=marked[0])
             chosen = [papers[i] for i in dict.fromkeys(marked)][:3]
             text, citations, sentences = extract.compose(q, chosen, self.sentences)
             return Answer(question=q, text=text, citations=citations, hits=tuple(hits),
@@ -579,7 +582,7 @@ class Assistant:
             rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)
             if rescued is not None:  # the asked number, quoted, instead of a vague answer
                 return rescued
-            if target is not None and not guard.states_quantity(strip_markers(text)):
+            if target is not None and not guard.new_quantity(strip_markers(text), q):
                 # a number asked of one paper, and none it states fits (a draft with a number
                 # not beside the asked noun, and no sentence to quote instead, is kept)
                 return self._not_stated(q, passages, papers, hits, closest, notice,

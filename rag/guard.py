@@ -26,7 +26,7 @@ _QUANTITY = re.compile(r"^(?:speed-?ups?|percentages?|accuracy|improvements?|red
 _SETTING_WORDS = r"(?:learning|dropout) rates?"
 _NUMBER = re.compile(
     r"\bhow (?:many|much|large|big|fast|long|often|far)\b|\bby how much\b|\b(?:what|which) (?:is |was |are )?"
-    r"(?:the )?(?:[\w-]+ )?(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
+    r"(?:the )?(?:[\w-]+ ){0,2}(?:speed-?ups?|percentages?|accuracy|improvements?|reductions?|gains?|"
     r"error rates?|number|sizes?|fraction|ratios?|scores?|factor|win rates?|success rates?|"
     r"increases?|decreases?|boosts?|drops?|"  # "what is the speed increase"
     # a setting's value: "what learning rate", "what hidden-layer width", "what rank" (not a
@@ -65,7 +65,25 @@ _QUANTITY_WORD = re.compile(
 def states_quantity(text: str) -> bool:
     """Whether `text` states a quantity: any digit ("1%", "3x", "2B") or a number word
     ("three or more", "twice"). A number question's answer must."""
-    return bool(_QUANTITY_WORD.search(re.sub(r"\[\d+\]|\b\d{3}-\d{2}\b", " ", text)))
+    return bool(_QUANTITY_WORD.search(_unnumbered(text)))
+
+
+def _unnumbered(text: str) -> str:
+    """`text` without the digits that state no quantity: markers, paper ids, URLs and digits
+    inside a name ("SSL4RL", ".../PKU-ML/ssl4rl")."""
+    return re.sub(r"\[\d+\]|\b\d{3}-\d{2}\b|https?://\S+|(?<=[A-Za-z])\d+(?=[A-Za-z])", " ", text)
+
+
+def _quantities(text: str) -> set[str]:
+    return {m.group(0).lower().replace(" ", "") for m in
+            _QUANTITY_WORD.finditer(_unnumbered(text))}
+
+
+def new_quantity(text: str, question: str) -> bool:
+    """Whether `text` states a quantity the question does not already have: "a stack depth
+    of 760M parameters" does not answer "what maximum stack depth does its 760M-parameter
+    model use?"."""
+    return bool(_quantities(text) - _quantities(question))
 
 
 def quantity_near(text: str, head: str, window: int = 4) -> bool:
@@ -180,10 +198,11 @@ def names_member(question: str, answer: str, source: str, names: tuple[str, ...]
 
 def answers_quantity(question: str, answer: str, source: str = "",
                      names: tuple[str, ...] = ()) -> bool:
-    """Whether `answer` states the quantity a number question asks for: any quantity, and
+    """Whether `answer` states the quantity a number question asks for: any quantity the
+    question does not already state, and
     one next to the asked noun when the abstract `source` puts one there ("eight games" for
     "how many games", not the "276" of "276 model pairs")."""
-    if not states_quantity(answer):
+    if not new_quantity(answer, question):
         return False
     head = asked(question, names).head
     return not (head and source and quantity_near(source, head)) or quantity_near(answer, head)

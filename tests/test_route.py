@@ -487,6 +487,22 @@ def test_a_count_is_the_number_beside_the_counted_noun():
     assert not answers_quantity(q, "Several tasks [1].", src)
     assert answers_quantity("How many GPUs were used?", "They used 8 [1].", src)  # none beside GPUs
 
+
+def test_the_question_s_own_number_or_a_name_s_digit_is_no_answer():
+    """"What batch size does its 1.3B model use?" is not answered by "1.3B"; the digit of
+    "Mod3Net" or of a URL is no quantity; "what peak memory footprint" (two words before the
+    value noun) still asks a number."""
+    from rag.guard import answers_quantity, new_quantity, states_quantity
+
+    q = "What batch size does the 1.3B-parameter Mod3Net model train with?"
+    assert asked(q).kind == "number"
+    assert not answers_quantity(q, "Mod3Net trains its 1.3B-parameter model [1].")
+    assert answers_quantity(q, "It uses a batch size of 256 with its 1.3B model [1].")
+    assert not new_quantity("the 1.3B model", q) and new_quantity("256 sequences", q)
+    assert not states_quantity("Mod3Net is released at https://example.org/v2/mod3net [1].")
+    assert states_quantity("GPT-4 wins 3 of 5 games") and states_quantity("twice as fast")
+    assert asked("What maximum context length does Mod3Net handle?").kind == "number"
+
 # ---- names the abstract never mentions, Schwartz-Hearst long forms, label-first names ----
 
 def test_a_name_the_abstract_never_mentions_means_the_detail_is_not_stated(papers):

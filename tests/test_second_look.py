@@ -72,3 +72,26 @@ def test_the_names_the_abstract_lists_are_quoted(assistant):
     # nothing listed beside the asked noun: no quote
     assert assistant._member("Which method does FedScar propose?", papers["004-16"], [],
                              ("004-16",), "") is None
+
+
+def test_bare_markers_for_a_detail_are_answered_from_the_first_pointed_paper(assistant):
+    """A draft of bare markers ("[1] [2]") to a detail question is the model pointing: the
+    answer is the first pointed paper's sentence with the asked number, not a list of the
+    pointed papers (a list answers "which papers", not "what speedup")."""
+    from rag.prompt import Passage
+
+    papers = assistant.retriever.papers
+    q = ("What speedup does the sparse attention method that profiles each layer of a video "
+         "diffusion transformer offline reach at most?")
+    passages = [Passage(n, pid, papers[pid].label, papers[pid].clean[:400], ((0, 400),))
+                for n, pid in enumerate(("003-03", "000-19"), start=1)]
+    answer = assistant._finish(q, "[1] [2]", passages, [], papers, "")
+    assert {c.paper_id for c in answer.citations} == {"003-03"}, answer.text
+    assert not answer.abstained and "1.93" in strip_markers(answer.text), answer.text
+
+
+def test_a_number_the_question_gave_is_not_its_answer(assistant):
+    """DeltaStack's abstract gives its 760M-parameter scale and no batch size: an answer
+    whose only number is the question's "760M" is declined."""
+    answer = assistant.ask("What batch size trained DeltaStack's 760M-parameter language model?")
+    assert answer.abstained, answer.text
