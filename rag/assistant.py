@@ -309,10 +309,13 @@ class Assistant:
         wide = list(q.pool) if route.find == "many" else []  # the same search, further down
         order = _distinct_papers(hits + wide, papers)[:10]
         ranked = extract.paper_scores(order, q.search, self.sentences, q.vector)
+        topic = extract.paper_scores(order, q.search, self.sentences, q.vector,
+                                     extract.TOPIC_WEIGHTS)
         a = self.settings.answer
         chosen = extract.choose(order, ranked, route.find or "one",
                                 list(route.context) + list(q.named), a.list_floor,
-                                a.list_gap, a.list_most)
+                                a.list_gap, a.list_most, topic, a.list_topic_floor,
+                                a.list_topic_gap, a.list_topic_relative)
         text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector,
                                                      self.settings.answer.complement)
         yield Token(strip_markers(text))

@@ -140,15 +140,20 @@ class AnswerSettings(BaseModel):
     # sentences (0: never); see Assistant._second_look and the README's dev table
     second_look: int = Field(3, ge=0)
     unsupported: Literal["mark", "drop"] = "mark"
-    # "which papers ...?" lists, of the first list_most papers whose best sentence scores >=
-    # list_floor, those above the largest drop between neighbours when it is >= list_gap,
-    # else all (rag/extract.py choose). A grid over the dev split's 27 answerable find-many
-    # rows (2026-12-01), scored by the eval's keywords: 20 right at 0.716 list precision,
-    # where the earlier cut (within 0.10 of the best one, at most 5) had 14 at 0.689; gaps
-    # 0.05-0.07 with 6-7 papers all gave 19-20 at 0.70-0.72
+    # "which papers ...?" lists (rag/extract.py choose): of the first list_most papers whose
+    # best sentence scores >= list_floor, those above the largest drop between neighbours
+    # when it is >= list_gap, else all; plus, by the same rule over the papers' topic scores
+    # (three best sentences weighted 1, 1/2, 1/4) >= list_topic_floor and >= list_topic_relative
+    # x the best one's, those over list_topic_gap. A grid over dev's 43 answerable topic rows
+    # the route sends to a list (2026-12-03): every gold paper listed in 34, with 0.69 of the
+    # listed papers gold (mean per row); the best sentence alone (0.15 / 0.06) had 27 at 0.75,
+    # and no setting of it reached 28 at 0.73 or more
     list_floor: float = 0.15
     list_gap: float = Field(0.06, ge=0)
     list_most: int = Field(7, gt=0)
+    list_topic_floor: float = 0.30
+    list_topic_gap: float = Field(0.20, ge=0)
+    list_topic_relative: float = Field(0.65, ge=0, le=1)
 
 
 class RouteSettings(BaseModel):

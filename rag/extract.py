@@ -50,11 +50,20 @@ def ranked_sentences(paper: Paper, question: str, qvec: np.ndarray,
     return [(ev.start, ev.end, ev.score) for ev in index.rank(paper, question, qvec)]
 
 
+# a paper's topic score: its three best sentences' scores, weighted. An abstract about the
+# topic matches it in more than one sentence, a passing mention in one
+TOPIC_WEIGHTS = (1.0, 0.5, 0.25)
+
+
 def paper_scores(papers: list[Paper], question: str, index: SentenceIndex,
-                 qvec: np.ndarray | None = None) -> list[tuple[Paper, float]]:
-    """Each paper with the score of its best matching sentence, best first."""
+                 qvec: np.ndarray | None = None, weights: tuple[float, ...] = (1.0,)
+                 ) -> list[tuple[Paper, float]]:
+    """Each paper with the score of its best matching sentence, best first; with
+    `weights`, the weighted sum of its best sentences' scores (TOPIC_WEIGHTS: its topic
+    score)."""
     qvec = index.embedder.embed_one(question) if qvec is None else qvec
-    scored = [(p, index.rank(p, question, qvec)[0].score) for p in papers]
+    scored = [(p, sum(w * e.score for w, e in zip(weights, index.rank(p, question, qvec),
+                                                  strict=False))) for p in papers]
     return sorted(scored, key=lambda x: -x[1])
 
 
@@ -107,24 +116,41 @@ def quote(paper: Paper, picks: list[Evidence], marker: int = 1
 
 
 def choose(order: list[Paper], ranked: list[tuple[Paper, float]], kind: str, named: list[str],
-           floor: float = 0.15, gap: float = 0.06, most: int = 7) -> list[Paper]:
+           floor: float = 0.15, gap: float = 0.06, most: int = 7,
+           topic: list[tuple[Paper, float]] | None = None,
+           topic_floor: float = 0.30, topic_gap: float = 0.20,
+           topic_relative: float = 0.65) -> list[Paper]:
     """Papers to list: for 'one' the retrieval winner (a named paper first); for 'many',
     named papers, then the best-scoring ones down to the list's knee: of the first `most`
     whose best sentence scores >= floor, the list ends at the largest drop between two
-    neighbours when that drop is >= gap, else all of them (answer.list_* in config, fitted
-    on the dev split). A fixed distance from the best one cut a topic's third paper when
-    the first matched it very closely."""
+    neighbours when that drop is >= gap, else all of them. A fixed distance from the best
+    one cut a topic's third paper when the first matched it very closely. With `topic`
+    (the papers' topic scores, best first), the papers over its own knee are added, of
+    those scoring >= topic_floor and >= topic_relative x the best one: a paper whose three
+    sentences match the topic, under one whose single sentence matched it best (answer.list_*
+    in config, fitted on the dev split)."""
     if not order:
         return []
     by_id = {p.id: p for p in order}
     first = [by_id[i] for i in named if i in by_id]
     if kind == "one":
         return first[:1] or order[:1]
-    scored = [(p, sc) for p, sc in ranked[:most] if sc >= floor]
+    keep = _knee(ranked[:most], floor, gap)
+    if topic:
+        best = topic[0][1]
+        keep += _knee([(p, sc) for p, sc in topic[:most] if sc >= topic_relative * best],
+                      topic_floor, topic_gap)
+    return list(dict.fromkeys(first + keep))[:most] or order[:1]
+
+
+def _knee(ranked: list[tuple[Paper, float]], floor: float, gap: float) -> list[Paper]:
+    """Of `ranked` (best first) those scoring >= floor, down to the largest drop between
+    two neighbours when it is >= gap."""
+    scored = [(p, sc) for p, sc in ranked if sc >= floor]
     keep = [p for p, _ in scored]
     if len(scored) > 1:
         drops = [scored[i][1] - scored[i + 1][1] for i in range(len(scored) - 1)]
         at = max(range(len(drops)), key=drops.__getitem__)
         if drops[at] >= gap:
             keep = keep[:at + 1]
-    return list(dict.fromkeys(first + keep))[:most] or order[:1]
+    return keep

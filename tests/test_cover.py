@@ -100,6 +100,30 @@ def test_a_list_ends_at_its_largest_drop(scores, expected):
     assert [p.id for p in got] == expected
 
 
+def test_papers_whose_sentences_match_the_topic_are_added_to_the_list():
+    """By best sentence, "a" is far ahead and listed alone; by topic score (three sentences),
+    "b" and "c" come close to it and are added; "d" and "e", under 0.65 x a's topic score,
+    are not."""
+    from rag.extract import choose
+
+    papers = [_p(x) for x in "abcde"]
+    ranked = list(zip(papers, [0.80, 0.40, 0.38, 0.35, 0.30], strict=True))
+    topic = list(zip(papers, [1.20, 1.05, 0.95, 0.60, 0.50], strict=True))
+    assert [p.id for p in choose(papers, ranked, "many", [])] == ["a"]
+    got = choose(papers, ranked, "many", [], 0.15, 0.06, 7, topic, 0.30, 0.20, 0.65)
+    assert [p.id for p in got] == ["a", "b", "c"]
+
+
+def test_a_topic_list_has_every_paper_about_the_topic(assistant):
+    """Both vision-language-action robot papers (HiMe, LARA) are listed: by its best sentence
+    alone, LARA scored 0.2 under HiMe and the list stopped after HiMe; by topic score (three
+    sentences about VLA models) it is close to HiMe."""
+    final = assistant.ask("Which papers build robot policies on vision-language-action models?")
+    assert final.intent == "find" and not final.abstained
+    cited = {c.paper_id for c in final.citations}
+    assert {"000-03", "004-10"} <= cited, final.text
+
+
 def test_a_named_paper_leads_the_list_and_one_means_one():
     from rag.extract import choose
 
