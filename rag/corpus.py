@@ -451,11 +451,18 @@ def _phrase_from(clean: str) -> str:
     if len(words) < 2:
         words = clean.split()
     words = words[:MAX_LABEL_WORDS]
-    while words and words[-1].lower() in {"of", "the", "a", "an", "and", "for", "in", "on",
-                                          "with", "to", "by", "from"}:
+    while words and words[-1].lower() in _FILLERS:
         words.pop()
     out = " ".join(words).strip(" ,.;:")
+    if not out:  # a clause of fillers only ("of the (ABC) ..."): the text's first other words
+        out = " ".join(([w for w in clean.split() if w.lower() not in _FILLERS] or clean.split())
+                       [:MAX_LABEL_WORDS]).strip(" ,.;:")
+    if not re.search(r"\w", out):
+        return "Untitled abstract"  # no word to name it by
     return out[:1].upper() + out[1:]
+
+
+_FILLERS = frozenset("of the a an and for in on with to by from".split())
 
 
 def _name_from_links(text: str) -> str | None:
