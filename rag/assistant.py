@@ -308,9 +308,8 @@ class Assistant:
         yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
         wide = list(q.pool) if route.find == "many" else []  # the same search, further down
         order = _distinct_papers(hits + wide, papers)[:10]
-        ranked = extract.paper_scores(order, q.search, self.sentences, q.vector)
-        topic = extract.paper_scores(order, q.search, self.sentences, q.vector,
-                                     extract.TOPIC_WEIGHTS)
+        ranked, topic = extract.paper_scores(order, q.search, self.sentences, q.vector,
+                                             (1.0,), extract.TOPIC_WEIGHTS)
         a = self.settings.answer
         chosen = extract.choose(order, ranked, route.find or "one",
                                 list(route.context) + list(q.named), a.list_floor,

@@ -56,15 +56,15 @@ TOPIC_WEIGHTS = (1.0, 0.5, 0.25)
 
 
 def paper_scores(papers: list[Paper], question: str, index: SentenceIndex,
-                 qvec: np.ndarray | None = None, weights: tuple[float, ...] = (1.0,)
-                 ) -> list[tuple[Paper, float]]:
-    """Each paper with the score of its best matching sentence, best first; with
-    `weights`, the weighted sum of its best sentences' scores (TOPIC_WEIGHTS: its topic
-    score)."""
+                 qvec: np.ndarray | None = None, *weights: tuple[float, ...]
+                 ) -> list[list[tuple[Paper, float]]]:
+    """For each of `weights`, each paper with the weighted sum of its best sentences'
+    scores, best first: (1.0,) is its best sentence's score, TOPIC_WEIGHTS its topic score.
+    The sentences are ranked once for all of them."""
     qvec = index.embedder.embed_one(question) if qvec is None else qvec
-    scored = [(p, sum(w * e.score for w, e in zip(weights, index.rank(p, question, qvec),
-                                                  strict=False))) for p in papers]
-    return sorted(scored, key=lambda x: -x[1])
+    ranks = [(p, index.rank(p, question, qvec)) for p in papers]
+    return [sorted(((p, sum(w * e.score for w, e in zip(ws, r, strict=False))) for p, r in ranks),
+                   key=lambda x: -x[1]) for ws in weights]
 
 
 def compose(question: str, papers: list[Paper], index: SentenceIndex,
