@@ -43,7 +43,9 @@ _MEANS = re.compile(r"\bwhat (?:does|do|did) (?:the (?:name |acronym |abbreviati
                     r"[\"'\u201c]?[A-Za-z]*[A-Z][\w-]*[A-Z][\w-]*[\"'\u201d]? (?:mean|denote|refer to|"
                     r"represent)\b|\bwhat is the [A-Za-z] in\b|\bwhat (?:does|do) the [A-Za-z] "
                     r"(?:in [\w-]+ )?(?:mean|stand)")
-_WH = re.compile(r"\b(?:how many|how much|what|which|who|whose)\s+(.+)", re.IGNORECASE)
+# "how big a MAE reduction": the noun after "how <adjective> a" is the head, as after "what"
+_WH = re.compile(r"\b(?:how many|how much|how (?:big|large|small|high|low|long|strong|wide|deep) an?|"
+                 r"what|which|who|whose)\s+(.+)", re.IGNORECASE)
 _SKIP = frozenset("""is are was were the a an kind type sort of exact specific main two three
 four did does do has have had its their exactly precisely""".split())
 _STOP = frozenset("""did does do is are was were used use uses using of for in on to by with has
@@ -75,8 +77,9 @@ def _unnumbered(text: str) -> str:
 
 
 def _quantities(text: str) -> set[str]:
-    return {m.group(0).lower().replace(" ", "") for m in
-            _QUANTITY_WORD.finditer(_unnumbered(text))}
+    # "1,000" and "1000+" are one quantity: thousands separators go before matching
+    flat = re.sub(r"(?<=\d)[,\u202f\u00a0](?=\d{3}\b)", "", _unnumbered(text))
+    return {m.group(0).lower().replace(" ", "") for m in _QUANTITY_WORD.finditer(flat)}
 
 
 def new_quantity(text: str, question: str) -> bool:

@@ -92,8 +92,9 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
         if len(flat) < 2 or flat in common:
             continue
         # Zipf 3.0 is the common-word line route.py's cue check uses; not fitted
-        if word.isupper() and len(word) >= 5 and zipf_frequency(word.lower(), "en") >= 3.0:
-            continue  # shouting ("SYSTEM OVERRIDE", "HACKED"), not a name
+        if word.isupper() and zipf_frequency(word.lower(), "en") >= 3.0:
+            continue  # shouting ("SYSTEM OVERRIDE", "HACKED") or an everyday acronym ("a VR
+            # headset", "GPU"): a description in the user's words, not a work's name
         # a compound of the question's own ("RDP-to-f-DP") names what its parts name
         parts = [_flat(x) for x in re.split(r"[-/]", word) if len(_flat(x)) >= 3]
         if flat in have or ("-" in word and any(x in have for x in parts)) or (

@@ -53,7 +53,10 @@ _FINDING = re.compile(
     r"\bwhat (?P<n7>work|research|papers)\s+(?:is|are|exists?)\s+(?:there\s+)?(?:on|about|in)\b|"
     r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+(?:on|about|that|which|using|in)\b|"
     r"\b(?:looking|searching) for (?:a |an |any |some )?(?P<n10>papers?|works?|something|anything)"
-    r"\s+(?:on|about|that|which|using|in)\b",
+    r"\s+(?:on|about|that|which|using|in)\b|"
+    # a bare noun phrase: "papers on defending against backdoors?", "research about X"
+    r"^(?:(?:and|also|more|other)\s+)?(?P<n11>papers?|articles?|works?|research|stud(?:y|ies))"
+    r"\s+(?:on|about|that|which|using|in|for|addressing|tackling|studying|proposing)\b",
     re.IGNORECASE)
 
 
@@ -304,7 +307,9 @@ class Router:
             if missing:
                 return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
                              evidence=evidence, missing=tuple(missing))
-        identify = _IDENTIFY.search(q.search) if kind is None and not q.named else None
+        identify = (_IDENTIFY.search(q.search) or (_NAME_OF.search(q.search)
+                                                    if not _IN_PAPER.search(q.search) else None)) \
+            if kind is None and not q.named else None
         if identify:  # "which detector treats ...?": asks which paper's method it is
             kind = "many" if identify.group("plural") else "one"
         elif kind is None and not q.named and _YESNO.match(q.search):
@@ -434,6 +439,14 @@ _IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:\w+\s+)?(?:method|approach|fram
                        r"technique|algorithm|system|architecture|benchmark|model|tool)(?P<plural>s?)\b"
                        r"(?!\s+(?:does|do|did|is|are|was|were)\s+(?:it|they|this|that|its|their|"
                        r"the\s+(?:paper|work|study|authors?|method|approach|model)s?)\b)",
+                       re.IGNORECASE)
+# "what's the name of the approach that ...?", "name of the architecture where ...": which one
+_NAME_OF = re.compile(r"^\s*(?:(?:what|which)(?:'s|\s+is|\s+was|\s+are|\s+were)\s+)?(?:the\s+)?names?\s+"
+                      r"of\s+(?:the|that|this|a|an)\s+(?:[\w-]+\s+){0,2}(?:method|approach|framework|"
+                      r"detector|technique|algorithm|system|architecture|benchmark|model|tool|paper|"
+                      r"work|dataset)(?P<plural>s?)\b", re.IGNORECASE)
+# "... proposed in the paper on logistic bandits": the name asked is a detail of one paper
+_IN_PAPER = re.compile(r"\b(?:in|of|from|by)\s+(?:the|this|that)\s+(?:paper|article|work|study)\b",
                        re.IGNORECASE)
 # a yes/no question about something other than "the paper", "it" or "this method": naming
 # no paper, it asks whether the collection has such work ("Can X be done without Y?")

@@ -229,6 +229,10 @@ def test_acronym_expansion_is_read_from_the_abstract(papers):
     ("Is there an article about federated learning?", "one"),
     ("Which articles study video generation?", "many"),
     ("Are there any publications on bandits here?", "many"),
+    # a bare noun phrase is a search too: "papers on X?", "and studies about Y"
+    ("Papers on making robots safer around people?", "many"),
+    ("And studies about compressing KV caches?", "many"),
+    ("Papers of this kind are rare, what does TaRO do?", None),
 ])
 def test_finding_questions(question, kind):
     assert finding_kind(question) == kind
@@ -502,6 +506,18 @@ def test_the_question_s_own_number_or_a_name_s_digit_is_no_answer():
     assert not states_quantity("Mod3Net is released at https://example.org/v2/mod3net [1].")
     assert states_quantity("GPT-4 wins 3 of 5 games") and states_quantity("twice as fast")
     assert asked("What maximum context length does Mod3Net handle?").kind == "number"
+
+
+def test_how_big_a_change_asks_the_noun_after_it_and_separators_do_not_hide_a_number():
+    """"How big a latency cut ..." asks a number whose head is "latency cut"; "1,000" in the
+    answer is the "1000+" of the question, not a new quantity."""
+    from rag.guard import new_quantity
+
+    a = asked("How big a latency cut does Mod3Net report over its baseline?")
+    assert a.kind == "number" and a.head.startswith("latency cut")
+    q = "Mod3Net was tuned on 1000+ prompts; how large an accuracy gain did it get?"
+    assert not new_quantity("It used 1,000 prompts [1].", q)
+    assert new_quantity("It gained 4.2 points [1].", q)
 
 # ---- names the abstract never mentions, Schwartz-Hearst long forms, label-first names ----
 
