@@ -114,7 +114,7 @@ class Assistant:
         self.embedder = embedder
         self.retriever = retriever
         self.generator = generator
-        self.sentences = SentenceIndex(embedder)
+        self.sentences = SentenceIndex(embedder, lambda: retriever.papers)
         # questions into English by the translation model when one is configured apart
         self.translator = Translator(generator, translation)
         self.router = Router(settings.route, retriever, self.sentences,
@@ -138,6 +138,7 @@ class Assistant:
         _ = self.retriever.papers
         self.embedder.warm_up()
         self.router.warm_up()
+        self.sentences.abbreviations()  # 22 ms for 57 abstracts, linear in them
         self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
 
     def refresh(self) -> None:
@@ -368,6 +369,8 @@ class Assistant:
         # a sentence already cited may be the one: the draft paraphrased only part of it
         found = cover.complement(paper, q, strip_markers(answer.text), self.sentences,
                                  floor=self.settings.answer.complement)
+        what = self._says_what(q, paper, answer)
+        found = what + [e for e in found if (e.start, e.end) not in {(w.start, w.end) for w in what}]
         if not found:
             return answer, ""
         marker = next((c.marker for c in answer.citations if c.paper_id == pid),
@@ -380,6 +383,23 @@ class Assistant:
                        citations=answer.citations + cites,
                        sentences=answer.sentences + tuple(AnswerSentence(x, (marker,), True)
                                                           for x in quotes)), extra
+
+    def _says_what(self, q: str, paper: Paper, answer: Answer) -> list[Evidence]:
+        """For "What is X, and ...?" whose answer never says what X is ("X is ...") nor
+        quotes the sentence where the abstract introduces it: that sentence (the one in the
+        authors' voice, "we propose X", that matches the first part best). The left-out
+        words of cover.complement cannot see this part: its only word is X's own name."""
+        lead = _WHAT_IS_AND.match(q)
+        if lead is None or lead.group(1).lower() != paper.label.lower() or re.search(
+                re.escape(paper.label) + r"\W{0,3}\s+(?:is|are|was)\b", answer.text):
+            return []
+        first = q[:lead.end(1)]
+        cited = {(c.start, c.end) for c in answer.citations if c.paper_id == paper.id}
+        ranked = self.sentences.rank(paper, first)
+        own = [e for e in ranked if extract.introduces(paper.clean[e.start:e.end])]
+        if not own or (own[0].start, own[0].end) in cited:
+            return []
+        return own[:1]
 
     def _draft(self, system: str, q: str, passages: list[Passage],
                stop: threading.Event | None, out: list[tuple[str, GenerationStats, float]]
@@ -561,6 +581,15 @@ class Assistant:
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "unsupported")
         ids = {c.paper_id for c in citations}
+        source = " ".join(papers[i].clean for i in sorted(ids) if i in papers)
+        if source and guard.swapped_quantity(strip_markers(text), source):
+            # "99.3% fidelity" where the abstract has "99.3% security but only 71.0% fidelity":
+            # the number is the abstract's, its noun is not; quote the sentence instead
+            about = target or citations[0].paper_id
+            number = guard.asked(q).kind == "number"
+            return self._rescue(q, about, papers, hits, closest, notice, number_only=number) or \
+                self._not_stated(q, passages, papers, hits, closest, notice, "unsupported",
+                                 first=about)
         one = target or (next(iter(ids)) if len(ids) == 1 else None)
         head = guard.asks_detail(q, labels) if guard.asked(q).kind != "number" else ""
         if one in papers and head and not guard.answers_head(
@@ -679,6 +708,11 @@ class Assistant:
         return Answer(question=q, text=messages.render(key, "en", fields) or "",
                       citations=(cite,), hits=tuple(hits), abstained=True, reason=reason,
                       closest=closest or (top.id,), notice=notice, message=key, fields=fields)
+
+
+# "What is RACO and on which model families ...?", "What is SecFid, and what does it measure?"
+_WHAT_IS_AND = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was)\s+(?:the\s+)?([\w@.+-]+)\s*,?\s+"
+                          r"(?:and|but|also)\s+\S", re.IGNORECASE)
 
 
 def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> Answer:

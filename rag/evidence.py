@@ -1,7 +1,9 @@
 """One evidence scorer: how well an abstract sentence supports or answers a piece of text.
 
 score = 0.5 * MiniLM cosine + 0.5 * share of the text's content words found in the
-sentence + 0.05 per shared name or number (at most 3). Extractive answers (rank a paper's
+sentence + 0.05 per shared name or number (at most 3). An abbreviation the collection
+defines ("reinforcement learning (RL)") matches its long form either way: "offline RL"
+in a sentence has the words of "offline reinforcement learning". Extractive answers (rank a paper's
 sentences against a question), citation checking (find the sentence behind an answer
 sentence) and the comparison table (sentences against a description of an aspect) all use
 it, so one threshold means the same thing everywhere. A number the paper never states
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +22,7 @@ import numpy as np
 from rag.chunk import sentence_spans
 from rag.embed import Embedder
 from rag.evaluate import numbers
+from rag.guard import defined
 from rag.retrieve import tokenize
 from rag.types import Paper
 
@@ -26,6 +30,10 @@ W_SEMANTIC = 0.5
 W_LEXICAL = 0.5
 W_SHARED = 0.05  # per shared name or number, at most MAX_SHARED of them
 MAX_SHARED = 3
+
+# abbreviation (lowercased, as tokenize gives it) -> the token sets of its long forms
+Abbreviations = Mapping[str, tuple[frozenset[str], ...]]
+_DEFINES = re.compile(r"\(\s*([A-Za-z][\w-]*[A-Z][\w-]*)\s*[),;]")
 
 _NAMEISH = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w@-]*\b|\b\w+-\w+\b")
 
@@ -49,14 +57,50 @@ def paper_numbers(paper: Paper) -> set[str]:
     return numbers(paper.clean) | {m.group() for m in re.finditer(r"\d+(?:\.\d+)?", paper.clean)}
 
 
+def abbreviations(papers: Iterable[Paper]) -> dict[str, tuple[frozenset[str], ...]]:
+    """The abbreviations the abstracts define, "long form (ABBR)" (guard.defined), with the
+    tokens of each long form; not one an abstract also writes in lower case as a word
+    ("RULE" beside "update rule")."""
+    papers = list(papers)
+    lower = {w for p in papers for w in re.findall(r"(?<![\w-])[a-z][a-z0-9]*(?![\w-])", p.clean)}
+    found: dict[str, set[frozenset[str]]] = {}
+    for p in papers:
+        for m in _DEFINES.finditer(p.clean):
+            short = m.group(1)
+            core = short[:-1] if short.endswith("s") and short[:-1].isupper() else short
+            key = core.lower()
+            if key in lower:
+                continue
+            long_form = defined(core, p)
+            words = frozenset(tokenize(long_form[0])) - {key} if long_form else frozenset()
+            if words:
+                found.setdefault(key, set()).add(words)
+    out = {k: tuple(sorted(v, key=sorted)) for k, v in found.items()}
+    return out | {k + "s": v for k, v in out.items() if not k.endswith("s")}  # "LLMs"
+
+
 class SentenceIndex:
     """Sentence spans and embeddings of each paper's abstract, computed once per paper, and
-    the scorer over them."""
+    the scorer over them. `corpus` gives the indexed papers, whose abbreviations the scorer
+    reads (none without it)."""
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder,
+                 corpus: Callable[[], Mapping[str, Paper]] | None = None) -> None:
         self.embedder = embedder
+        self.corpus = corpus
         self._cache: dict[str, tuple[list[tuple[int, int]], np.ndarray]] = {}
         self._lock = threading.Lock()
+        self._abbr: tuple[object, Abbreviations] = (None, {})
+
+    def abbreviations(self) -> Abbreviations:
+        """The corpus's abbreviations, read again when its paper map changes (an upload)."""
+        if self.corpus is None:
+            return {}
+        papers = self.corpus()
+        key = (id(papers), len(papers))
+        if self._abbr[0] != key:
+            self._abbr = (key, abbreviations(papers.values()))
+        return self._abbr[1]
 
     def get(self, paper: Paper) -> tuple[list[tuple[int, int]], np.ndarray]:
         key = f"{paper.id}:{paper.content_hash}"
@@ -72,7 +116,8 @@ class SentenceIndex:
         vec = self.embedder.embed_one(text) if vec is None else vec
         spans, vecs = self.get(paper)
         words, nm, nums = set(tokenize(text)), names(text), numbers(text)
-        out = [Evidence(paper.id, s, e, score(paper.clean[s:e], float(sim), words, nm, nums))
+        abbr = self.abbreviations()
+        out = [Evidence(paper.id, s, e, score(paper.clean[s:e], float(sim), words, nm, nums, abbr))
                for (s, e), sim in zip(spans, vecs @ vec, strict=True)]
         return sorted(out, key=lambda x: -x.score) or [Evidence(paper.id, 0, len(paper.clean), 0.0)]
 
@@ -93,8 +138,16 @@ class SentenceIndex:
 
 
 def score(sentence: str, similarity: float, words: set[str], text_names: set[str],
-          text_numbers: set[str]) -> float:
-    """The shared formula (see the module docstring); `words` are the text's content words."""
-    lexical = len(words & set(tokenize(sentence))) / len(words) if words else 0.0
+          text_numbers: set[str], abbr: Abbreviations | None = None) -> float:
+    """The shared formula (see the module docstring); `words` are the text's content words.
+    With `abbr`, a text word is also found when it is an abbreviation whose long form the
+    sentence writes out, or a word of the long form of an abbreviation the sentence uses."""
+    said = set(tokenize(sentence))
+    if abbr:
+        seen = said | {w for t in said for form in abbr.get(t, ()) for w in form}
+        hits = sum(1 for w in words if w in seen or any(f <= said for f in abbr.get(w, ())))
+    else:
+        hits = len(words & said)
+    lexical = hits / len(words) if words else 0.0
     shared = (text_names & names(sentence)) | (text_numbers & numbers(sentence))
     return W_SEMANTIC * similarity + W_LEXICAL * lexical + W_SHARED * min(len(shared), MAX_SHARED)

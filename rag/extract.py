@@ -44,6 +44,11 @@ _CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work))\s+(?:propose|introduce
                            re.IGNORECASE)
 
 
+def introduces(sentence: str) -> bool:
+    """Whether the sentence is the authors' own ("we propose", "our method applies")."""
+    return bool(_CONTRIBUTION.search(sentence))
+
+
 def ranked_sentences(paper: Paper, question: str, qvec: np.ndarray,
                      index: SentenceIndex) -> list[tuple[int, int, float]]:
     """The paper's sentences as (start, end, score) against the question, best first."""

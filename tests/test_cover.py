@@ -76,6 +76,28 @@ def test_paper_finding_answer_also_answers_the_second_part(assistant):
     assert strip_markers(final.text).strip() == streamed.strip()
 
 
+@pytest.mark.parametrize("name,rest", [
+    ("DefensiveKV", "which models was it tested on?"),
+    ("FedScar", "how does it handle client drift?"),
+])
+def test_what_is_x_and_then_something_else_also_says_what_x_is(assistant, name, rest):
+    """'What is X and …?': the answer says what X is ("X is …") or quotes the sentence where
+    the abstract introduces it, besides the second ask; every quote is the abstract's own."""
+    import re
+
+    from rag import extract
+    from rag.types import Final
+
+    final = next(ev.answer for ev in assistant.stream(f"What is {name} and {rest}")
+                 if isinstance(ev, Final))
+    paper = next(p for p in assistant.papers() if p.label == name)
+    assert not final.abstained and paper.id in {c.paper_id for c in final.citations}
+    assert all(c.quote in paper.clean for c in final.citations if c.paper_id == paper.id)
+    says_what = re.search(re.escape(name) + r"\W{0,3}\s+(?:is|are|was)\b", final.text)
+    quotes_intro = any(extract.introduces(c.quote) for c in final.citations)
+    assert says_what or quotes_intro, final.text
+
+
 def _p(pid: str) -> Paper:
     return replace(_paper(), id=pid, label=pid)
 

@@ -401,6 +401,10 @@ def test_a_benchmark_question_is_answered_only_by_benchmark_names():
     q = "Which benchmarks does TaRO report?"
     assert not answers_head(q, "TaRO reports results on VTG benchmarks [1].", ("TaRO",), src)
     assert answers_head(q, "TaRO reports results on QVHighlights [1].", ("TaRO",), src)
+    # one named benchmark, singular, is a name: "on the challenging MOT-X benchmark"
+    src2 = "It gains 3 points of F1 on the challenging MOT-X benchmark and on two others."
+    q2 = "On which benchmark does the method gain 3 F1 points?"
+    assert answers_head(q2, "It gains 3 points on the challenging MOT-X benchmark [1].", (), src2)
 
 
 def test_only_a_name_answers_which_benchmarks():
@@ -660,3 +664,20 @@ def test_a_topic_in_plain_words_lists_more_than_the_first_paper(assistant):
     cited = {c.paper_id for c in answer.citations}
     assert not answer.abstained and {"004-10", "000-03"} <= cited, answer.text  # LARA, HiMe
     assert len(cited) <= assistant.settings.answer.list_most
+
+
+def test_a_number_paired_with_the_wrong_noun_is_caught():
+    """The abstract says "99.1% recall but only 60.2% precision"; an answer that keeps "99.1%"
+    and gives it the other noun states something the abstract does not."""
+    from rag.guard import swapped_quantity
+
+    src = ("The fastest parser reaches 88.0% precision at 41.5% recall, while the most thorough "
+           "one inverts this, at 99.1% recall but only 60.2% precision. Results hold on 3 "
+           "corpora, for example 72.4% on WebText.")
+    assert swapped_quantity("The most thorough parser keeps 99.1% precision [1].", src) == "99.1% precision"
+    assert swapped_quantity("It keeps 60.2% precision at 99.1% recall [1].", src) is None
+    # a number the abstract pairs with no noun ("72.4% on WebText") may take an adjective
+    assert swapped_quantity("It reaches a 72.4% state-of-the-art score on WebText [1].", src) is None
+    # a noun the abstract never has, or a number it never states, is no swap to judge
+    assert swapped_quantity("It keeps 99.1% throughput [1].", src) is None
+    assert swapped_quantity("It keeps 97.0% precision [1].", src) is None
