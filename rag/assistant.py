@@ -370,7 +370,8 @@ class Assistant:
         found = cover.complement(paper, q, strip_markers(answer.text), self.sentences,
                                  floor=self.settings.answer.complement)
         what = self._says_what(q, paper, answer)
-        found = what + [e for e in found if (e.start, e.end) not in {(w.start, w.end) for w in what}]
+        taken = {(w.start, w.end) for w in what}
+        found = what + [e for e in found if (e.start, e.end) not in taken]
         if not found:
             return answer, ""
         marker = next((c.marker for c in answer.citations if c.paper_id == pid),

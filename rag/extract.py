@@ -85,7 +85,7 @@ def compose(question: str, papers: list[Paper], index: SentenceIndex,
         picks = ranked[:1]
         if len(papers) == 1:  # one paper: what it contributes, and the two sentences that
             # match the question best (a description often spans two of them)
-            contribution = next((r for r in ranked if _CONTRIBUTION.search(p.clean[r[0]:r[1]])),
+            contribution = next((r for r in ranked if introduces(p.clean[r[0]:r[1]])),
                                 ranked[1] if len(ranked) > 1 else None)
             picks += [r for r in ranked[1:2] if r[2] >= SECOND * ranked[0][2]]
             if contribution and contribution not in picks:
