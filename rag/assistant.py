@@ -582,6 +582,14 @@ class Assistant:
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "unsupported")
         ids = {c.paper_id for c in citations}
+        if target is None and closest and len(ids) == 1 and closest[0] not in ids:
+            # a question naming no paper, answered from one other than the best retrieved:
+            # the small model copied a neighbouring passage (dev: 2 of 3 such drafts, where
+            # the best retrieved paper was the one asked about); asked again over only that
+            # paper's best sentences, kept when the abstract backs the answer
+            looked = self._second_look(q, closest[0], papers, hits, closest, notice)
+            if looked is not None:
+                return looked
         source = " ".join(papers[i].clean for i in sorted(ids) if i in papers)
         if source and guard.swapped_quantity(strip_markers(text), source):
             # "99.3% fidelity" where the abstract has "99.3% security but only 71.0% fidelity":

@@ -38,6 +38,7 @@ def answer_row(row: Row, ans: Answer, retrieved: list[str]) -> dict[str, Any]:
         "first_token_seconds": None if ans.first_token_seconds is None
         else round(ans.first_token_seconds, 3),
         "prompt_tokens": ans.prompt_tokens, "generated_tokens": ans.generated_tokens,
+        "unsupported": [s.text for s in ans.sentences if not s.supported],
     }
 
 

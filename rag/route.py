@@ -435,7 +435,8 @@ _COMPARATIVE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b|\bcontrast\b|\bvs\.?\s|\
                           r"slower|more|less|larger|smaller|higher|lower)\b|\b(?:more|less|"
                           r"better|faster) \w+ than\b|\bcompared? (?:to|with)\b|\bdiffer",
                           re.IGNORECASE)
-_IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:\w+\s+)?(?:method|approach|framework|detector|"
+_IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:(?!(?:two|three|four|five|six|both|\d+)\s)\w+\s+)?"
+                       r"(?:method|approach|framework|detector|"
                        r"technique|algorithm|system|architecture|benchmark|model|tool)(?P<plural>s?)\b"
                        r"(?!\s+(?:does|do|did|is|are|was|were)\s+(?:it|they|this|that|its|their|"
                        r"the\s+(?:paper|work|study|authors?|method|approach|model)s?)\b)",

@@ -166,3 +166,25 @@ def test_coverage_weighs_the_question_words_an_abstract_has_by_their_rarity():
     assert cover.coverage("Which papers use protein data?", paper) == 1.0
     assert cover.coverage("Which papers use protein weather?", paper) < 1.0
     assert cover.coverage("Which papers?", paper) == 0.0  # no content words at all
+
+
+def test_a_one_paper_answer_quotes_where_the_authors_say_what_the_paper_does(embedder):
+    """'Which paper ...?' answered by one paper quotes its best-matching sentence and, when
+    that is another, the abstract's first sentence in the authors' voice: the one that says
+    what the paper does (here the only one that names the KL regularization)."""
+    from rag import extract
+
+    text = ("Two-player board games are classic benchmarks for reinforcement learning. This "
+            "work revisits a policy optimization method with reverse Kullback-Leibler "
+            "regularization. Board games are also played by people for fun. From a theoretical "
+            "perspective, we investigate the stability of the policy update rule in two "
+            "settings. We validate the algorithm on five board games: Go, Hex and Othello.")
+    paper = _paper(text, label="Board-game RL")
+    index = SentenceIndex(embedder)
+    answer, citations, _ = extract.compose(
+        "Which paper investigates how stable the policy update rule is?", [paper], index)
+    quotes = [c.quote for c in citations]
+    assert any(q.startswith("From a theoretical perspective") for q in quotes)
+    assert any("Kullback-Leibler" in q for q in quotes)
+    assert "Kullback-Leibler" in answer
+    assert not any(q.startswith("Board games are also") for q in quotes)

@@ -95,3 +95,23 @@ def test_a_number_the_question_gave_is_not_its_answer(assistant):
     whose only number is the question's "760M" is declined."""
     answer = assistant.ask("What batch size trained DeltaStack's 760M-parameter language model?")
     assert answer.abstained, answer.text
+
+
+def test_a_draft_copied_from_a_neighbouring_passage_is_redone_over_the_best_paper(assistant):
+    """A question naming no paper, drafted from the second passage's abstract (the small
+    model copies a neighbour): the model is asked again over the best retrieved paper's own
+    sentences, and the answer cites that paper, not the one the draft copied."""
+    from rag.prompt import Passage
+
+    papers = assistant.retriever.papers
+    best, other = papers["000-19"], papers["004-07"]
+    passages = [Passage(n, p.id, p.label, p.clean, ((0, len(p.clean)),))
+                for n, p in ((1, best), (2, other))]
+    q = "On how many datasets was the KV cache entry selection algorithm evaluated?"
+    copied = next(s for s in other.clean.split(". ") if "speedup" in s)
+    answer = assistant._finish(q, copied + ". [2]", passages, [], papers, "")
+    assert {c.paper_id for c in answer.citations} == {"000-19"}, answer.text
+    assert answer.reason == "second-look" and "SLIM" not in answer.text, answer.text
+    # the draft from the best passage itself is kept as it is
+    kept = assistant._finish(q, "It was evaluated on 29 datasets. [1]", passages, [], papers, "")
+    assert kept.reason != "second-look" and "29" in kept.text
