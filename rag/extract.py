@@ -85,12 +85,12 @@ def compose(question: str, papers: list[Paper], index: SentenceIndex,
         picks = ranked[:1]
         if len(papers) == 1:  # one paper: what it contributes, and the two sentences that
             # match the question best (a description often spans two of them)
-            contribution = next((r for r in ranked if introduces(p.clean[r[0]:r[1]])),
-                                ranked[1] if len(ranked) > 1 else None)
+            own = [r for r in ranked if introduces(p.clean[r[0]:r[1]])]  # best first
+            contribution = own[0] if own else (ranked[1] if len(ranked) > 1 else None)
             # ... and the first sentence in the authors' voice, where the abstract says what
             # the paper does ("This work revisits a policy optimization method with reverse
             # KL ..."), when the best-matching one is another (dev find rows: 99 -> 100 of 117)
-            first_own = min((r for r in ranked if introduces(p.clean[r[0]:r[1]])), default=None)
+            first_own = min(own, default=None)
             picks += [r for r in ranked[1:2] if r[2] >= SECOND * ranked[0][2]]
             for extra in (contribution, first_own):
                 if extra and extra not in picks:
