@@ -17,6 +17,7 @@ import numpy as np
 import Stemmer
 
 from rag.evidence import Evidence, SentenceIndex
+from rag.guard import NAME
 from rag.retrieve import tokenize
 from rag.types import Paper
 
@@ -86,27 +87,44 @@ def parts(question: str) -> list[str]:
     return [p.strip() for p in _SPLIT.split(question) if p and p.strip()] or [question]
 
 
+_ASKS_WHAT = re.compile(r"^\W*(?:(?:and|also|then|so)\s+)?(?:what|which)\b", re.IGNORECASE)
+
+
+def introduces_name(paper: Paper, start: int, end: int, question: str) -> bool:
+    """Whether the sentence at [start, end) is where the abstract first writes a coined name
+    (guard.NAME: "Monotonic RoPE Scaling", "DeltaNet") that the question does not: the
+    sentence that says what was proposed, not one that talks about it."""
+    before, asked = paper.clean[:start], question.lower()
+    return any(m.group(0) not in before and m.group(0).lower() not in asked
+               for m in NAME.finditer(paper.clean[start:end]))
+
+
 def complement(paper: Paper, question: str, answer: str, index: SentenceIndex,
                qvec: np.ndarray | None = None, floor: float = 0.0,
                taken: tuple[tuple[int, int], ...] = (), most: int = 2) -> list[Evidence]:
     """Sentences of `paper` that supply what `answer` left out of `question`: for each part
-    of the question with left-out words, the untaken sentence holding most of them, then
-    scoring best against that part, if it scores at least `floor`; at most `most`, in the
-    abstract's order."""
+    of the question with left-out words, the untaken sentence holding most of them, then (for a
+    "what / which ..." part) the one that introduces a name, then scoring best against that
+    part, if it scores at least `floor`; at most `most`, in the abstract's order. ("..., and
+    what no-training fix was proposed?": "we propose a training-free approach, introducing Mask
+    Prior Suppression and Monotonic RoPE Scaling", not "these failures can be addressed with
+    a strategy that requires no additional training".)"""
     out: list[Evidence] = []
     for part in parts(question):
         missing = left_out(part, answer, paper)
         if not missing or len(out) >= most:
             continue
         vec = qvec if part == question else None
-        best: tuple[int, float, Evidence] | None = None
+        what = bool(_ASKS_WHAT.match(part))
+        best: tuple[int, bool, float, Evidence] | None = None
         for ev in index.rank(paper, part, vec):
             if (ev.start, ev.end) in taken or ev.score < floor or ev in out:
                 continue
             n = len(missing & stems(paper.clean[ev.start:ev.end]))
-            if n and (best is None or (n, ev.score) > best[:2]):
-                best = (n, ev.score, ev)
+            named = what and introduces_name(paper, ev.start, ev.end, question)
+            if n and (best is None or (n, named, ev.score) > best[:3]):
+                best = (n, named, ev.score, ev)
         if best is not None:
-            out.append(best[2])
-            answer += " " + paper.clean[best[2].start:best[2].end]
+            out.append(best[3])
+            answer += " " + paper.clean[best[3].start:best[3].end]
     return sorted(out, key=lambda e: e.start)

@@ -1,13 +1,16 @@
 """One evidence scorer: how well an abstract sentence supports or answers a piece of text.
 
 score = 0.5 * MiniLM cosine + 0.5 * share of the text's content words found in the
-sentence + 0.05 per shared name or number (at most 3). An abbreviation the collection
-defines ("reinforcement learning (RL)") matches its long form either way: "offline RL"
-in a sentence has the words of "offline reinforcement learning". Extractive answers (rank a paper's
-sentences against a question), citation checking (find the sentence behind an answer
-sentence) and the comparison table (sentences against a description of an aspect) all use
-it, so one threshold means the same thing everywhere. A number the paper never states
-vetoes that paper as support for a claim containing it.
+sentence + 0.05 per shared name or number (at most 3) + 0.10 when the two share a run of
+four content words in order: text copied from the sentence. (MiniLM put another paper's
+"Vision-language models (VLMs) have shown ..." above the sentence an answer had copied
+"suffer from repetitive generation and degraded visual grounding" from.) An abbreviation
+the collection defines ("reinforcement learning (RL)") matches its long form either way:
+"offline RL" in a sentence has the words of "offline reinforcement learning". Extractive
+answers (rank a paper's sentences against a question), citation checking (find the sentence
+behind an answer sentence) and the comparison table (sentences against a description of an
+aspect) all use it, so one threshold means the same thing everywhere. A number the paper
+never states vetoes that paper as support for a claim containing it.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from rag.chunk import sentence_spans
 from rag.embed import Embedder
 from rag.evaluate import numbers
 from rag.guard import defined
-from rag.retrieve import tokenize
+from rag.retrieve import content_words, tokenize
 from rag.types import Paper
 
 W_SEMANTIC = 0.5
 W_LEXICAL = 0.5
 W_SHARED = 0.05  # per shared name or number, at most MAX_SHARED of them
 MAX_SHARED = 3
+W_RUN = 0.10  # for a shared run of RUN content words (tokens in order, stop words left out)
+RUN = 4
 
 # abbreviation (lowercased, as tokenize gives it) -> the token sets of its long forms
 Abbreviations = Mapping[str, tuple[frozenset[str], ...]]
@@ -115,9 +120,11 @@ class SentenceIndex:
         """The paper's sentences scored against `text`, best first (never empty)."""
         vec = self.embedder.embed_one(text) if vec is None else vec
         spans, vecs = self.get(paper)
-        words, nm, nums = set(tokenize(text)), names(text), numbers(text)
+        tokens = tokenize(text)
+        words, nm, nums, grams = set(tokens), names(text), numbers(text), runs(text)
         abbr = self.abbreviations()
-        out = [Evidence(paper.id, s, e, score(paper.clean[s:e], float(sim), words, nm, nums, abbr))
+        out = [Evidence(paper.id, s, e, score(paper.clean[s:e], float(sim), words, nm, nums, abbr,
+                                              grams))
                for (s, e), sim in zip(spans, vecs @ vec, strict=True)]
         return sorted(out, key=lambda x: -x.score) or [Evidence(paper.id, 0, len(paper.clean), 0.0)]
 
@@ -137,12 +144,21 @@ class SentenceIndex:
         return best
 
 
+def runs(text: str) -> frozenset[tuple[str, ...]]:
+    """The runs of RUN consecutive content words of `text` (stop words left out, a hyphenated
+    word one word: "vision-language models" is two, not the four tokens tokenize gives)."""
+    words = content_words(text)
+    return frozenset(tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1))
+
+
 def score(sentence: str, similarity: float, words: set[str], text_names: set[str],
-          text_numbers: set[str], abbr: Abbreviations | None = None) -> float:
+          text_numbers: set[str], abbr: Abbreviations | None = None,
+          text_runs: frozenset[tuple[str, ...]] = frozenset()) -> float:
     """The shared formula (see the module docstring); `words` are the text's content words.
     With `abbr`, a text word is also found when it is an abbreviation whose long form the
     sentence writes out, or a word of the long form of an abbreviation the sentence uses."""
     said = set(tokenize(sentence))
+    copied = bool(text_runs) and not text_runs.isdisjoint(runs(sentence))
     if abbr:
         seen = said | {w for t in said for form in abbr.get(t, ()) for w in form}
         hits = sum(1 for w in words if w in seen or any(f <= said for f in abbr.get(w, ())))
@@ -150,4 +166,5 @@ def score(sentence: str, similarity: float, words: set[str], text_names: set[str
         hits = len(words & said)
     lexical = hits / len(words) if words else 0.0
     shared = (text_names & names(sentence)) | (text_numbers & numbers(sentence))
-    return W_SEMANTIC * similarity + W_LEXICAL * lexical + W_SHARED * min(len(shared), MAX_SHARED)
+    return W_SEMANTIC * similarity + W_LEXICAL * lexical + \
+        W_SHARED * min(len(shared), MAX_SHARED) + W_RUN * copied

@@ -92,9 +92,10 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
         if len(flat) < 2 or flat in common:
             continue
         # Zipf 3.0 is the common-word line route.py's cue check uses; not fitted
-        if word.isupper() and zipf_frequency(word.lower(), "en") >= 3.0:
+        single = word[:-1] if word.endswith("s") and word[:-1].isupper() else word  # "GPUs"
+        if single.isupper() and zipf_frequency(single.lower(), "en") >= 3.0:
             continue  # shouting ("SYSTEM OVERRIDE", "HACKED") or an everyday acronym ("a VR
-            # headset", "GPU"): a description in the user's words, not a work's name
+            # headset", "GPUs"): a description in the user's words, not a work's name
         # a compound of the question's own ("RDP-to-f-DP") names what its parts name
         parts = [_flat(x) for x in re.split(r"[-/]", word) if len(_flat(x)) >= 3]
         if flat in have or ("-" in word and any(x in have for x in parts)) or (
@@ -106,7 +107,9 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
         last = (at + len(word), offered if option else absent)
     if not offered_present:
         absent += offered
-    return list(dict.fromkeys(absent))
+    # a run of capitalised words whose initials it mentions: "Mean Absolute Error" is its MAE
+    return [n for n in dict.fromkeys(absent)
+            if " " not in n or "".join(w[0] for w in n.lower().split()) not in have]
 
 
 # where a question offers candidate names: "(e.g. A or B)", "such as A", "A or B"

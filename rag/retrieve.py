@@ -48,6 +48,11 @@ def tokenize(text: str) -> list[str]:
     return [tok for word in text.split() for tok in _word_tokens(word)]
 
 
+def content_words(text: str) -> list[str]:
+    """Lowercased words in order, stop words left out; a hyphenated name stays one word."""
+    return [t for word in text.split() for t in _TOKEN.findall(word.lower()) if t not in _STOP]
+
+
 @functools.lru_cache(maxsize=1 << 18)
 def _word_tokens(word: str) -> tuple[str, ...]:
     """The tokens of one whitespace-free word (no token spans whitespace, and lowercasing

@@ -279,7 +279,8 @@ class Router:
         top = q.hits[0].chunk.paper_id if q.hits else ""
         evidence = {"best": round(q.best, 3)}
         kind = finding_kind(q.search)
-        if prev and not (set(q.named) - set(prev)) and kind is None:
+        if prev and not (set(q.named) - set(prev)) and kind is None and \
+                not _NEW_TOPIC.search(q.search):  # "Different question: ...": the user says so
             prev_sim = self._similarity(q, prev)
             evidence["previous"] = round(prev_sim, 3)
             alone_confident = q.best >= s.followup_confident and top not in prev
@@ -454,6 +455,12 @@ _IN_PAPER = re.compile(r"\b(?:in|of|from|by)\s+(?:the|this|that)\s+(?:paper|arti
 _YESNO = re.compile(r"^\s*(?:(?:okay|ok|and|so|also|then)\b[.,]?\s+)*(?:is|are|does|do|did|can|could|has|"
                     r"have|was|were)\s+(?!(?:the|this|that|these|those|its?|their|they|he|she|you|"
                     r"we|i)\b)", re.IGNORECASE)
+# the user says the question is not about the previous answer ("OK, different question: for
+# the unlearning paper, which benchmarks did they use?" matched the previous paper at 0.34)
+_NEW_TOPIC = re.compile(r"\b(?:(?:a\s+)?(?:different|new|unrelated|separate|another)\s+"
+                        r"(?:question|topic|subject)|switching\s+(?:topics?|gears|subjects?)|"
+                        r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
+                        r"something\s+(?:else|different))\b", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 _CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words
 

@@ -188,3 +188,27 @@ def test_a_one_paper_answer_quotes_where_the_authors_say_what_the_paper_does(emb
     assert any("Kullback-Leibler" in q for q in quotes)
     assert "Kullback-Leibler" in answer
     assert not any(q.startswith("Board games are also") for q in quotes)
+
+
+LOOPING = ("Long captions from diffusion captioners loop. We trace the looping to two causes. "
+           "These looping failures admit a simple fix that needs no extra training. "
+           "Concretely, we propose a training-free fix, introducing Prior Damping and Monotone "
+           "RoPE Stretching to stop the drift.")
+
+
+def test_introduces_name_is_where_the_abstract_first_writes_a_coined_name():
+    p = _paper(LOOPING, "looping captioners")
+    spans = [(m.start(), m.end()) for m in __import__("re").finditer(r"[^.]+\.", p.clean)]
+    said = [cover.introduces_name(p, s, e, "What fix was proposed?") for s, e in spans]
+    assert said == [False, False, False, True]  # "RoPE" first appears in the last sentence
+    s, e = spans[-1]
+    assert not cover.introduces_name(p, s, e, "What does RoPE Stretching do?")  # the question's own
+
+
+def test_a_what_part_is_answered_by_the_sentence_that_names_what_was_proposed(embedder):
+    """'..., and what no-training fix was proposed?': the sentence introducing the fix by name,
+    not the one that only says a fix needs no training."""
+    p, index = _paper(LOOPING, "looping captioners"), SentenceIndex(embedder)
+    found = cover.complement(p, "Why do diffusion captioners loop, and what no-training fix was "
+                             "proposed?", "They loop because of two causes.", index)
+    assert [p.clean[e.start:e.end] for e in found][-1].startswith("Concretely, we propose")

@@ -3,7 +3,7 @@ long forms, on the real embedder."""
 
 from __future__ import annotations
 
-from rag.evidence import SentenceIndex, abbreviations, score
+from rag.evidence import W_RUN, SentenceIndex, abbreviations, runs, score
 from rag.retrieve import tokenize
 from rag.types import Paper
 
@@ -48,3 +48,36 @@ def test_ranking_with_the_collection_prefers_the_sentence_that_abbreviates(embed
     second = aware.rank(USES, q)[0]
     assert USES.clean[second.start:second.end].startswith("Offline RL")
     assert second.score > first.score
+
+
+def test_a_run_of_four_content_words_in_order_counts_as_copied():
+    words = set(tokenize("models suffer from dropped words and degraded punctuation"))
+    same_order = "Existing recognizers suffer from dropped words and degraded punctuation."
+    shuffled = "Punctuation degraded and words dropped: existing recognizers suffer."
+    text_runs = runs("these models suffer from dropped words and degraded punctuation")
+    assert score(same_order, 0.5, words, set(), set(), None, text_runs) == \
+        score(same_order, 0.5, words, set(), set()) + W_RUN
+    assert score(shuffled, 0.5, words, set(), set(), None, text_runs) == \
+        score(shuffled, 0.5, words, set(), set())
+    # a hyphenated word is one word: "vision-language models" is two words, not a run of four
+    assert not runs("vision-language models") & runs("vision-language models")
+
+
+def test_a_copied_answer_sentence_is_cited_to_the_abstract_it_was_copied_from(embedder):
+    """MiniLM puts another paper's opening sentence, which shares the answer's subject words,
+    close to an answer sentence; the sentence the answer copied a clause from wins."""
+    from rag.cite import best_support
+
+    generic = _paper("900-03", "Vision-language models (VLMs) have shown remarkable abilities by "
+                     "integrating large language models with visual inputs. We train one.")
+    source = _paper("900-04", "Diffusion captioners are popular. In this work, we show that existing "
+                    "captioners suffer from repetitive generation and degraded visual grounding. "
+                    "We fix both.")
+    corpus = {p.id: p for p in (generic, source)}
+    index = SentenceIndex(embedder, lambda: corpus)
+    answer = ("Diffusion-style vision-language models start repeating themselves in long image "
+              "descriptions because they suffer from repetitive generation and degraded visual "
+              "grounding.")
+    found = best_support(answer, embedder.embed_one(answer), [generic, source], index, set())
+    assert found is not None and found.paper_id == "900-04"
+    assert "repetitive generation" in source.clean[found.start:found.end]
