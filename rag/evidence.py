@@ -123,8 +123,7 @@ class SentenceIndex:
         """The paper's sentences scored against `text`, best first (never empty)."""
         vec = self.embedder.embed_one(text) if vec is None else vec
         spans, vecs = self.get(paper)
-        tokens = tokenize(text)
-        words, nm, nums, grams = set(tokens), names(text), numbers(text), runs(text)
+        words, nm, nums, grams = set(tokenize(text)), names(text), numbers(text), runs(text)
         abbr = self.abbreviations()
         out = [Evidence(paper.id, s, e, score(paper.clean[s:e], float(sim), words, nm, nums, abbr,
                                               grams))

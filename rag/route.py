@@ -457,7 +457,7 @@ _YESNO = re.compile(r"^\s*(?:(?:okay|ok|and|so|also|then)\b[.,]?\s+)*(?:is|are|d
                     r"we|i)\b)", re.IGNORECASE)
 # the user says the question is not about the previous answer ("OK, different question: for
 # the unlearning paper, which benchmarks did they use?" matched the previous paper at 0.34)
-_NEW_TOPIC = re.compile(r"\b(?:(?:a\s+)?(?:different|new|unrelated|separate|another)\s+"
+_NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"(?:question|topic|subject)|switching\s+(?:topics?|gears|subjects?)|"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
