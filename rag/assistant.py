@@ -533,6 +533,12 @@ class Assistant:
                 naming = [e for e, x in near if guard.says(x, want.head)] or [
                     e for e, x in near if guard.answers_head(q, x, (paper.label,), paper.clean)]
                 picks = naming[:1] or picks
+            quoted = paper.clean[picks[0].start:picks[0].end]
+            if guard.listed_members(q, paper.clean, (paper.label,)) and \
+                    not guard.answers_head(q, quoted, (paper.label,), paper.clean):
+                # "which two auxiliary modalities": the sentence listing them ("..., such as
+                # event streams and infrared images"), not the best one that only says the noun
+                return self._member(q, paper, hits, closest, notice)
         if not picks:
             return None
         text, citations, sentences = extract.quote(paper, picks)

@@ -276,6 +276,9 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
                    for n in new_names(answer, question, source))
     if source and a.category and not names_member(question, answer, source, names):
         return False  # "what kind of inequality": "Bernstein-type", as the abstract says
+    listed_words = listed_members(question, source, names)
+    if listed_words:  # "which two auxiliary modalities": "event streams", as the abstract lists
+        return any(says(answer, w) for w in listed_words)
     if source and last in _NAMED_BY:
         listed = [found for x in _sentences_with(source, last)
                   if (found := _instances(question, x, source, names))]
@@ -294,9 +297,51 @@ def lists_members(question: str, source: str, names: tuple[str, ...] = ()) -> bo
     if not _names_detail(a.head):
         return False
     last = _stem(a.head.split()[-1])
-    return bool(category_members(question, source, names)) or (
+    return bool(category_members(question, source, names) or
+                listed_members(question, source, names)) or (
         last in _NAMED_BY and any(_instances(question, x, source, names)
                                   for x in _sentences_with(source, last)))
+
+
+# what introduces the members of a kind the abstract lists: "auxiliary modalities, such as
+# event streams and infrared images", "two tasks (e.g., retrieval and captioning)"
+_LISTING = r"\s*,?\s*\(?\s*(?:such as|e\.g\.,?|including|namely|like|:)\s+"
+
+
+def listed_members(question: str, source: str, names: tuple[str, ...] = ()) -> set[str]:
+    """The words of the members the abstract `source` lists right after the noun phrase a
+    question asks for ("which two auxiliary modalities" -> {"event", "streams", "infrared",
+    "images"} of "auxiliary modalities, such as event streams and infrared images"): the
+    phrase as asked, two words or more, so that "methods, such as" (other work) is not read
+    as the answer to "which method". Words the question has are left out."""
+    a = asked(question, names)
+    words = a.head.split()
+    if len(words) < 2 or not _names_detail(a.head) or not source:
+        return set()
+    phrase = r"\s+".join(r"(?<![\w-])" + re.escape(_stem(w)[:max(4, len(_stem(w)) - 1)]) + r"[\w-]*"
+                         for w in words)
+    given = {_stem(w.lower()) for w in re.findall(r"[\w-]+", question)}
+    found: set[str] = set()
+    for m in re.finditer(phrase + _LISTING + r"([^.;:()]+)", source, re.IGNORECASE):
+        # the members: up to six, split at commas and "and"/"or", three words each, before
+        # a clause that goes on about them ("... advantages | to mitigate ...")
+        items = re.split(r"\s+(?:to|which|that|for|across|in|with|on|from|by|as|where|while)\s",
+                         m.group(1))[0]
+        # the item after the first "and"/"or" is the last: "A and B, and stay robust"
+        parts = re.split(r"(,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)", items)
+        members = parts[:1]
+        for sep, member in zip(parts[1::2], parts[2::2], strict=True):
+            members.append(member)
+            if re.search(r"\b(?:and|or)\b", sep):
+                break
+        for member in members[:6]:
+            for w in member.split()[:3]:
+                low = w.lower().strip("'\"")
+                if len(low) >= 3 and low not in _GLUE and low not in _STOP and \
+                        low not in _PLAIN and _stem(low) not in given and \
+                        re.fullmatch(r"[a-z][a-z-]*[a-z]", low):
+                    found.add(low)
+    return found
 
 
 def _sentences_with(source: str, word: str) -> list[str]:

@@ -483,6 +483,24 @@ def test_which_games_is_answered_by_the_games_the_abstract_lists():
                         "We use large language models (LLMs) as critics.")
 
 
+def test_members_listed_after_the_asked_phrase_are_the_answer():
+    """"Which two sensor inputs": when the abstract lists them right after that phrase
+    ("sensor inputs, such as depth maps and thermal frames"), an answer naming the phrase
+    alone is no answer and one naming a member is; a one-word head ("which method") does not
+    read another work's "methods, such as ..." as its answer."""
+    from rag.guard import answers_head, listed_members, lists_members
+
+    src = ("Prior methods, such as FooNet and BarNet, need every input. We fuse extra sensor "
+           "inputs, such as depth maps and thermal frames, and stay robust when some are lost.")
+    q = "Which two sensor inputs does the model fuse?"
+    assert listed_members(q, src) == {"depth", "maps", "thermal", "frames"}
+    assert lists_members(q, src)
+    assert answers_head(q, "It fuses depth maps and thermal frames [1].", (), src)
+    assert not answers_head(q, "It fuses extra sensor inputs that may be lost [1].", (), src)
+    assert listed_members("Which method does the paper propose?", src) == set()
+    assert listed_members("Which two sensor inputs are fused?", "We fuse sensor inputs.") == set()
+
+
 def test_a_count_is_the_number_beside_the_counted_noun():
     """"How many tasks": "six tasks" answers it, "120 runs" of the same sentence does not; an
     abstract with no number beside the noun asks only for some quantity."""

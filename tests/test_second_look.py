@@ -74,6 +74,19 @@ def test_the_names_the_abstract_lists_are_quoted(assistant):
                              ("004-16",), "") is None
 
 
+def test_the_members_an_abstract_lists_after_the_asked_phrase_are_quoted(assistant):
+    """The rescue of a low-light video question: the abstract's best sentence only says
+    "auxiliary modalities may be unavailable"; the one listing them ("..., such as event
+    streams and infrared images") is quoted instead."""
+    papers = assistant.retriever.papers
+    q = "What auxiliary modalities does AMNet's dark-video work name as examples?"
+    answer = assistant._rescue(q, "000-16", papers, [], ("000-16",), "")
+    assert answer is not None and not answer.abstained, answer
+    text = strip_markers(answer.text)
+    assert "event streams" in text and "infrared" in text, answer.text
+    assert {c.paper_id for c in answer.citations} == {"000-16"}
+
+
 def test_bare_markers_for_a_detail_are_answered_from_the_first_pointed_paper(assistant):
     """A draft of bare markers ("[1] [2]") to a detail question is the model pointing: the
     answer is the first pointed paper's sentence with the asked number, not a list of the
