@@ -502,7 +502,9 @@ class Assistant:
         """The abstract's own sentence, when the model declined or missed what was asked but
         the paper states it. A number question takes the paper's best sentence that holds a
         number and scores >= answer.rescue_number; any other, its best sentence when that scores
-        >= answer.rescue (fitted on the dev split) or the question asks what X is."""
+        >= answer.rescue (fitted on the dev split) or the question asks what X is; one only a
+        name answers ("which datasets"), its best sentence naming one, when the paper's best
+        scores >= answer.rescue and that one >= answer.rescue_number."""
         if target is None or target not in papers or self._absent(q, papers[target], papers):
             return None  # a name the abstract never mentions: none of its sentences answers
         paper = papers[target]
@@ -539,6 +541,15 @@ class Assistant:
                 # "which two auxiliary modalities": the sentence listing them ("..., such as
                 # event streams and infrared images"), not the best one that only says the noun
                 return self._member(q, paper, hits, closest, notice)
+        elif not number_only and ranked[0].score >= a.rescue and \
+                guard.needs_name(q, (paper.label,)):
+            # "what datasets": the paper is the one asked about, and its best sentence names
+            # none; a name beside the asked noun is evidence as specific as a number, so the
+            # best sentence with both is quoted at the number floor ("... on a sequence of
+            # XOR-cluster datasets"; not for "which LLMs", where no sentence says "LLM")
+            picks = [e for e in ranked if e.score >= a.rescue_number and
+                     guard.says(x := paper.clean[e.start:e.end], want.head) and
+                     guard.answers_head(q, x, (paper.label,), paper.clean)][:1]
         if not picks:
             return None
         text, citations, sentences = extract.quote(paper, picks)

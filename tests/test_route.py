@@ -397,10 +397,18 @@ def test_a_detail_of_the_paper_is_not_a_search_for_papers(assistant, question, i
 def test_a_benchmark_question_is_answered_only_by_benchmark_names():
     from rag.guard import answers_head
 
-    src = "TaRO achieves state-of-the-art results on VTG benchmarks and on QVHighlights."
+    src = ("TaRO targets video temporal grounding. It achieves state-of-the-art results "
+           "on VTG benchmarks and on QVHighlights. Code: https://github.com/x/TaRO-Bench.")
     q = "Which benchmarks does TaRO report?"
+    # the field's abbreviation before the plural names no benchmark, nor does a link
     assert not answers_head(q, "TaRO reports results on VTG benchmarks [1].", ("TaRO",), src)
+    assert not answers_head(q, "See https://github.com/x/TaRO-Bench [1].", ("TaRO",), src)
     assert answers_head(q, "TaRO reports results on QVHighlights [1].", ("TaRO",), src)
+    # a coined name before the plural is what the abstract calls them: the answer
+    src3 = "We train quadratic networks on a sequence of XOR-cluster datasets with noise."
+    q3 = "Which datasets are the tasks drawn from?"
+    assert answers_head(q3, "A sequence of XOR-cluster datasets [1].", (), src3)
+    assert not answers_head(q3, "A sequence of noisy datasets [1].", (), src3)
     # one named benchmark, singular, is a name: "on the challenging MOT-X benchmark"
     src2 = "It gains 3 points of F1 on the challenging MOT-X benchmark and on two others."
     q2 = "On which benchmark does the method gain 3 F1 points?"

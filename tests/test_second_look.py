@@ -128,3 +128,20 @@ def test_a_draft_copied_from_a_neighbouring_passage_is_redone_over_the_best_pape
     # the draft from the best passage itself is kept as it is
     kept = assistant._finish(q, "It was evaluated on 29 datasets. [1]", passages, [], papers, "")
     assert kept.reason != "second-look" and "29" in kept.text
+
+
+def test_a_name_question_quotes_the_sentence_naming_it_below_the_best(assistant):
+    """"On what datasets ...": the continual-learning paper's best sentences name no dataset;
+    the one that does ("a sequence of XOR-cluster datasets") ranks fifth, under the rescue
+    floor for a plain sentence, and is what the rescue quotes (and the whole answer says). A
+    name the abstract never gives beside the asked noun ("which LLMs") is still not stated."""
+    papers = assistant.retriever.papers
+    q = "On what datasets does the continual learning forgetting theory train its networks?"
+    rescued = assistant._rescue(q, "003-15", papers, [], ("003-15",), "")
+    assert rescued is not None and not rescued.abstained
+    assert "XOR-cluster" in strip_markers(rescued.text), rescued.text
+    assert {c.paper_id for c in rescued.citations if c.supported} == {"003-15"}
+    answer = assistant.ask(q)
+    assert "XOR-cluster" in strip_markers(answer.text), answer.text
+    llms = "Which LLMs does the continual learning forgetting theory evaluate?"
+    assert assistant._rescue(llms, "003-15", papers, [], ("003-15",), "") is None
