@@ -269,7 +269,7 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
     last = _stem(a.head.split()[-1])
     if source and last in _NAMED_ONLY:  # "which benchmarks": a coined name the abstract has
         # ("the NUS-WIDE benchmark", "a sequence of XOR-cluster datasets", "D4RL datasets"),
-        # not a field's bare abbreviation before the plural ("VTG benchmarks", "NLP tasks")
+        # not a field's bare abbreviation before the plural ("VTG benchmarks", "NLP datasets")
         # nor one the abstract spells out ("video temporal grounding (VTG)")
         plural = re.escape(last[:max(4, len(last) - 1)]) + r"\w*s\b"
         return any(not (re.fullmatch(r"[A-Z]{2,6}s?", n) and
