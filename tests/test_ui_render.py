@@ -275,6 +275,25 @@ def test_exports_name_papers_by_title(tmp_path: Any) -> None:
     assert "SSL4RL: self-supervised tasks as <RL> rewards (SSL4RL; generated title)" in text
 
 
+def test_exports_share_one_process_folder_and_old_ones_are_pruned(tmp_path: Any) -> None:
+    import os
+    import time
+
+    from ui.session import EXPORT_MAX_AGE_SECONDS, prune_exports, write_export
+
+    first, second = write_export("# a", "a.md"), write_export("# b", "b.md")
+    assert first.parent != second.parent and first.parent.parent == second.parent.parent
+    assert first.read_text(encoding="utf-8") == "# a"  # one folder per export, one root
+    old, new = tmp_path / "export-old", tmp_path / "export-new"
+    for folder in (old, new):
+        folder.mkdir()
+        (folder / "c.md").write_text("x", encoding="utf-8")
+    now = time.time()
+    os.utime(old, (now - EXPORT_MAX_AGE_SECONDS - 5,) * 2)
+    assert prune_exports(tmp_path, now) == 1
+    assert not old.exists() and (new / "c.md").exists()
+
+
 def test_map_figure_colours_by_cluster_and_rings_cited_papers() -> None:
     from types import SimpleNamespace as NS
 

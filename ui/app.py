@@ -43,7 +43,8 @@ def create_app(assistant: Assistant, settings: Settings | None = None) -> gr.Blo
     """The whole UI, queued per settings.ui; serving is separate (see `serve`)."""
     ui = settings.ui if settings is not None else UISettings()
     shared = Shared.build(assistant, settings)
-    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+    # delete_cache: Gradio's copies of downloads older than a day go, checked hourly
+    with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(3600, 86400)) as demo:
         gr.HTML(f'<div class="app-head"><b>{TITLE}</b> <span>answers drawn only from the '
                 "paper abstracts, each claim linked to its sentence</span></div>")
         side = build_history_sidebar() if shared.conversations is not None else None

@@ -8,8 +8,10 @@ Event; nothing is shared between users.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import queue
+import shutil
 import tempfile
 import threading
 import time
@@ -303,9 +305,41 @@ def refusal(session: ChatSession, question: str, now: float, max_chars: int, per
     return ""
 
 
+EXPORT_MAX_AGE_SECONDS = 3600.0  # Gradio copies a download into its own cache at once
+_exports: Path | None = None
+_exports_lock = threading.Lock()
+
+
+def _export_root() -> Path:
+    """This process's one export folder, removed when it exits (a long-running server used to
+    leave one temp folder per answer behind)."""
+    global _exports
+    with _exports_lock:
+        if _exports is None or not _exports.is_dir():
+            _exports = Path(tempfile.mkdtemp(prefix="icml-rag-exports-"))
+            atexit.register(shutil.rmtree, _exports, True)
+        return _exports
+
+
+def prune_exports(root: Path, now: float, max_age: float = EXPORT_MAX_AGE_SECONDS) -> int:
+    """Remove the export folders in `root` older than `max_age` seconds; how many went."""
+    gone = 0
+    for folder in root.iterdir():
+        try:
+            if folder.is_dir() and now - folder.stat().st_mtime > max_age:
+                shutil.rmtree(folder)
+                gone += 1
+        except OSError:  # another session pruned it first
+            continue
+    return gone
+
+
 def write_export(markdown: str, name: str) -> Path:
-    """The Markdown in a fresh temp folder (one per export, so sessions never clash)."""
-    folder = Path(tempfile.mkdtemp(prefix="icml-rag-export-"))
+    """The Markdown in a fresh folder (one per export, so sessions never clash) under this
+    process's export folder, whose exports older than an hour are pruned first."""
+    root = _export_root()
+    prune_exports(root, time.time())
+    folder = Path(tempfile.mkdtemp(prefix="export-", dir=root))
     path = folder / name
     path.write_text(markdown, encoding="utf-8")
     return path
