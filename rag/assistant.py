@@ -341,7 +341,8 @@ class Assistant:
         yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
         target = (context or tuple(named[:1]) or ("",))[0]
         closest = tuple(p.paper_id for p in passages[:3])
-        direct = self._direct(q_model, target, papers, hits, closest, q.notice)
+        foreign = q.text if q.language != "en" else ""  # a translation keeps some of its words
+        direct = self._direct(q_model, target, papers, hits, closest, q.notice, foreign)
         if direct is not None:
             yield Token(strip_markers(direct.text))
             yield Final(direct)
@@ -350,7 +351,7 @@ class Assistant:
         yield from self._draft(SYSTEM, q_model, passages, stop, drafted)
         raw_text, stats, t_gen = drafted[0]
         answer = self._finish(q_model, raw_text, passages, hits, papers, q.notice,
-                              target or None)
+                              target or None, foreign)
         answer, extra = self._complete(q_model, answer, papers, target or None)
         if extra:
             yield Token(extra)
@@ -454,7 +455,7 @@ class Assistant:
                                   notice=notice, comparison=comp), stats, t_gen, t0))
 
     def _direct(self, q: str, target: str, papers: dict[str, Paper], hits: list[Hit],
-                closest: tuple[str, ...], notice: str) -> Answer | None:
+                closest: tuple[str, ...], notice: str, foreign: str = "") -> Answer | None:
         """Answers that need no model: an acronym's expansion as the abstract writes it, and
         "not stated" for a detail the named paper's abstract never mentions."""
         asked = guard.asked(q, tuple(papers[target].label for _ in (0,) if target in papers))
@@ -469,7 +470,7 @@ class Assistant:
         if target not in papers:
             return None
         paper = papers[target]
-        absent = self._absent(q, paper, papers)
+        absent = self._absent(q, paper, papers, foreign)
         if absent:  # "What Elo rating does it reach on Go?": the abstract never names Go
             return self._not_stated(q, [], papers, hits, closest, notice, "not-stated",
                                     first=target, missing=absent)
@@ -478,7 +479,7 @@ class Assistant:
             if len(vecs) else 0.0
         if guard.missing_detail(q, paper, close, self.settings.answer.guard_similarity):
             # the head-noun guard is a heuristic: the focused second look may still find it
-            return self._second_look(q, target, papers, hits, closest, notice) or \
+            return self._second_look(q, target, papers, hits, closest, notice, foreign) or \
                 self._not_stated(q, [], papers, hits, closest, notice, "not-stated",
                                  first=target)
         return None
@@ -497,15 +498,16 @@ class Assistant:
                       notice=notice, reason="extracted")
 
     def _rescue(self, q: str, target: str | None, papers: dict[str, Paper], hits: list[Hit],
-                closest: tuple[str, ...], notice: str, number_only: bool = False
-                ) -> Answer | None:
+                closest: tuple[str, ...], notice: str, foreign: str = "",
+                number_only: bool = False) -> Answer | None:
         """The abstract's own sentence, when the model declined or missed what was asked but
         the paper states it. A number question takes the paper's best sentence that holds a
         number and scores >= answer.rescue_number; any other, its best sentence when that scores
         >= answer.rescue (fitted on the dev split) or the question asks what X is; one only a
         name answers ("which datasets"), its best sentence naming one, when the paper's best
         scores >= answer.rescue and that one >= answer.rescue_number."""
-        if target is None or target not in papers or self._absent(q, papers[target], papers):
+        if target is None or target not in papers or \
+                self._absent(q, papers[target], papers, foreign):
             return None  # a name the abstract never mentions: none of its sentences answers
         paper = papers[target]
         ranked = self.sentences.rank(paper, _without(q, paper.label))
@@ -558,7 +560,8 @@ class Assistant:
                       reason="extracted")
 
     def _finish(self, q: str, raw: str, passages: list[Passage], hits: list[Hit],
-                papers: dict[str, Paper], notice: str, target: str | None = None) -> Answer:
+                papers: dict[str, Paper], notice: str, target: str | None = None,
+                foreign: str = "") -> Answer:
         a = self.settings.answer
         closest = tuple(p.paper_id for p in passages[:3])
         plain = strip_markers(raw).strip()
@@ -571,8 +574,8 @@ class Assistant:
         if not plain and marked and target is None:  # a bare "[1]": say which paper it means
             if guard.asks_detail(q, labels):  # ... and what it says of the asked detail: a
                 # list of the pointed-at papers is no answer to "on which benchmark does ...?"
-                return self._second_look(q, marked[0], papers, hits, closest, notice) or \
-                    self._rescue(q, marked[0], papers, hits, closest, notice) or \
+                return self._second_look(q, marked[0], papers, hits, closest, notice, foreign) or \
+                    self._rescue(q, marked[0], papers, hits, closest, notice, foreign) or \
                     self._not_stated(q, passages, papers, hits, closest, notice, "unsupported",
                                      first=marked[0])
             chosen = [papers[i] for i in dict.fromkeys(marked)][:3]
@@ -584,8 +587,8 @@ class Assistant:
             # also a bare marker about a named paper, a passage copied from its header on, or
             # the question said back: the model pointed instead of answering
             about = target or (closest[0] if closest else None)
-            rescued = self._rescue(q, about, papers, hits, closest, notice) or \
-                self._second_look(q, about, papers, hits, closest, notice)
+            rescued = self._rescue(q, about, papers, hits, closest, notice, foreign) or \
+                self._second_look(q, about, papers, hits, closest, notice, foreign)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "not-stated" if target else "unsupported",
                                                first=target)
@@ -594,8 +597,8 @@ class Assistant:
                                             allowed=names.allowed_names(q, papers))
         if not any(s.supported for s in sentences):
             about = target or (closest[0] if closest else None)
-            rescued = self._rescue(q, about, papers, hits, closest, notice) or \
-                self._second_look(q, about, papers, hits, closest, notice)
+            rescued = self._rescue(q, about, papers, hits, closest, notice, foreign) or \
+                self._second_look(q, about, papers, hits, closest, notice, foreign)
             return rescued or self._not_stated(q, passages, papers, hits, closest, notice,
                                                "unsupported")
         ids = {c.paper_id for c in citations}
@@ -604,7 +607,7 @@ class Assistant:
             # the small model copied a neighbouring passage (dev: 2 of 3 such drafts, where
             # the best retrieved paper was the one asked about); asked again over only that
             # paper's best sentences, kept when the abstract backs the answer
-            looked = self._second_look(q, closest[0], papers, hits, closest, notice)
+            looked = self._second_look(q, closest[0], papers, hits, closest, notice, foreign)
             if looked is not None:
                 return looked
         source = " ".join(papers[i].clean for i in sorted(ids) if i in papers)
@@ -613,7 +616,7 @@ class Assistant:
             # the number is the abstract's, its noun is not; quote the sentence instead
             about = target or citations[0].paper_id
             number = guard.asked(q).kind == "number"
-            return self._rescue(q, about, papers, hits, closest, notice, number_only=number) or \
+            return self._rescue(q, about, papers, hits, closest, notice, foreign, number_only=number) or \
                 self._not_stated(q, passages, papers, hits, closest, notice, "unsupported",
                                  first=about)
         one = target or (next(iter(ids)) if len(ids) == 1 else None)
@@ -624,7 +627,7 @@ class Assistant:
             # ..."): look again over the paper's best sentences, else keep the draft (its head
             # may be a category the answer names an instance of: "what shape" -> "a polytope";
             # declining those lost 3 dev rows). A number question is checked for a quantity below.
-            looked = self._second_look(q, one, papers, hits, closest, notice)
+            looked = self._second_look(q, one, papers, hits, closest, notice, foreign)
             if looked is not None:
                 return looked
             if target is not None and guard.needs_name(q, labels):  # "which benchmarks": the
@@ -636,7 +639,7 @@ class Assistant:
         cited = target or (citations[0].paper_id if citations else None)
         if guard.asked(q).kind == "number" and not guard.answers_quantity(
                 q, strip_markers(text), papers[cited].clean if cited in papers else "", labels):
-            rescued = self._rescue(q, cited, papers, hits, closest, notice, number_only=True)
+            rescued = self._rescue(q, cited, papers, hits, closest, notice, foreign, number_only=True)
             if rescued is not None:  # the asked number, quoted, instead of a vague answer
                 return rescued
             if target is not None and not guard.new_quantity(strip_markers(text), q):
@@ -667,13 +670,14 @@ class Assistant:
         return None
 
     def _second_look(self, q: str, target: str | None, papers: dict[str, Paper],
-                     hits: list[Hit], closest: tuple[str, ...], notice: str) -> Answer | None:
+                     hits: list[Hit], closest: tuple[str, ...], notice: str,
+                     foreign: str = "") -> Answer | None:
         """The model asked again, over only the paper's `answer.second_look` sentences that
         match the question best: a small model that missed a fact in five passages often
         finds it in three sentences. Kept only when it answers and the abstract backs it."""
         a = self.settings.answer
         if target is None or target not in papers or a.second_look <= 0 or \
-                self._absent(q, papers[target], papers):
+                self._absent(q, papers[target], papers, foreign):
             return None
         paper = papers[target]
         best = self.sentences.rank(paper, _without(q, paper.label))[:a.second_look]
@@ -708,10 +712,12 @@ class Assistant:
                       abstained=False, sentences=sentences, closest=closest, notice=notice,
                       reason="second-look")
 
-    def _absent(self, q: str, paper: Paper, papers: dict[str, Paper]) -> list[str]:
-        """Names `q` asks about that `paper`'s abstract never mentions (names.absent_names)."""
+    def _absent(self, q: str, paper: Paper, papers: dict[str, Paper],
+                foreign: str = "") -> list[str]:
+        """Names `q` asks about that `paper`'s abstract never mentions (names.absent_names;
+        `foreign`: the user's own words, when `q` translates them)."""
         found = names.absent_names(q, names.paper_mentions(paper), names.common_names(papers),
-                                   self.settings.route.fuzzy_name)
+                                   self.settings.route.fuzzy_name, foreign)
         r = self.settings.route
         if found and language.detect(q, r.language_confidence, r.language_sure,
                                      r.language_candidates) != "en":

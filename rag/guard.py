@@ -165,7 +165,8 @@ def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
     category = False
     if m:
         skip = {n.lower() for n in names}
-        for word in re.findall(r"[\w@.-]+", m.group(1)):
+        # an aside in brackets is no part of the noun phrase: "the MAE (Mean Absolute Error)"
+        for word in re.findall(r"[\w@.-]+", re.sub(r"\s+\([^()]*\)", " ", m.group(1))):
             low = word.lower().strip(".")
             if not head and low in _SKIP:
                 category = category or low in _CATEGORY

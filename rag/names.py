@@ -57,14 +57,17 @@ def paper_mentions(paper: Paper) -> Mentions:
 
 
 def absent_names(question: str, where: Mentions, common: frozenset[str] = frozenset(),
-                 fuzzy: float = 80) -> list[str]:
+                 fuzzy: float = 80, foreign: str = "") -> list[str]:
     """Names the question asks about that `where` (an abstract, or the corpus) never
     mentions ("What Elo rating does it reach on Go?" -> Elo): then it cannot state the
     answer. Names offered as options ("(e.g. ResNet-50 or Swin-L)", "CLIP or LLaVA") count
     only when it has none of them. A name written in other spacing or hyphenation, a
     hyphenated name whose parts it has ("RDP-to-f-DP"), the initials of its capitalised
     words ("KL"), a misspelling of one of its names (rapidfuzz ratio >= `fuzzy`) and a
-    field-wide acronym (`common`) count as mentioned; a sentence's first word is no name."""
+    field-wide acronym (`common`) count as mentioned; a sentence's first word is no name.
+    `foreign` is the user's own words when they wrote in another language and `question` is
+    its English translation: a plain capitalised word copied from them is a word of that
+    language ("Trajektorienvorhersage": German capitalises nouns), not a name."""
     from rapidfuzz import fuzz, process
     from wordfreq import zipf_frequency
 
@@ -79,6 +82,10 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
         if re.search(r"(?:^|[.?!:;]['\"\u201d]?)\s*[(\"'\u201c]?$", question[:max(0, at)]):
             continue  # a sentence's first word: capitalised as any first word is
         word = m.group(1).rstrip(".")
+        if foreign and word.isalpha() and word[1:].islower() and \
+                re.search(rf"(?<!\w){re.escape(word)}(?!\w)", foreign):
+            last = None
+            continue
         flat = _flat(word)
         option = any(s <= at < e for s, e in options)
         follows = last is not None and question[last[0]:at] == " "

@@ -304,7 +304,8 @@ class Router:
         if not q.named and (q.language == "en" or q.search != q.text):  # English text only:
             # "... a new optimizer that replaces Adam?": no abstract says Adam
             missing = names.absent_names(q.search, self.mentions(),
-                                         names.common_names(self.retriever.papers), s.fuzzy_name)
+                                         names.common_names(self.retriever.papers), s.fuzzy_name,
+                                         foreign=q.text if q.language != "en" else "")
             if missing:
                 return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
                              evidence=evidence, missing=tuple(missing))

@@ -588,6 +588,21 @@ def test_everyday_acronyms_in_the_plural_and_long_forms_of_mentioned_acronyms_ar
     assert absent_names("Which GPUs or Jetsons run it?", where) == ["Jetsons"]
 
 
+def test_a_capitalised_word_a_translation_kept_from_the_users_language_is_no_name():
+    """German capitalises every noun, and a translation may keep one as it was written: a
+    word copied from the user's own non-English text is a word of that language, while a
+    coined name copied from it ("Wellenformer2") is still a name."""
+    from rag.names import absent_names, mentions
+
+    where = mentions(["We forecast trajectories of ODE models and cut the MAE by 31%."])
+    english = "In the paper on Bahnvorhersagen of ODE models, how much is the MAE reduced?"
+    german = "Im Paper zu Bahnvorhersagen von ODE-Modellen: um wie viel sinkt der MAE?"
+    assert absent_names(english, where) == ["Bahnvorhersagen"]
+    assert absent_names(english, where, foreign=german) == []
+    assert absent_names("Does Wellenformer2 beat the baseline?", where,
+                        foreign="Schlägt Wellenformer2 die Baseline?") == ["Wellenformer2"]
+
+
 def test_long_forms_whose_initials_do_not_spell_the_acronym(papers):
     # "Bilevel Natural Language Actor-Critic (Bi-NAC)": a syllable and a skipped word
     long_form, _, _ = expansion("Bi-NAC", papers["000-17"])
