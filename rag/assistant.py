@@ -341,7 +341,7 @@ class Assistant:
         yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
         target = (context or tuple(named[:1]) or ("",))[0]
         closest = tuple(p.paper_id for p in passages[:3])
-        foreign = q.text if q.language != "en" else ""  # a translation keeps some of its words
+        foreign = names.noun_words(q.text, q.language)  # a translation may keep its nouns
         direct = self._direct(q_model, target, papers, hits, closest, q.notice, foreign)
         if direct is not None:
             yield Token(strip_markers(direct.text))

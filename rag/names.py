@@ -56,6 +56,18 @@ def paper_mentions(paper: Paper) -> Mentions:
     return mentions([paper.clean], [paper.label])
 
 
+# languages that write every noun capitalised (German): a capitalised word copied from a
+# question in one of them is no sign of a name; in any other language it is ("Lean" in a
+# Japanese question is the prover)
+_NOUNS_CAPITALISED = frozenset({"de"})
+
+
+def noun_words(text: str, language: str) -> str:
+    """`text` when it is written in a language that capitalises every noun, else "": what
+    `absent_names` takes as `foreign` for a question translated from `text`."""
+    return text if language in _NOUNS_CAPITALISED else ""
+
+
 def absent_names(question: str, where: Mentions, common: frozenset[str] = frozenset(),
                  fuzzy: float = 80, foreign: str = "") -> list[str]:
     """Names the question asks about that `where` (an abstract, or the corpus) never
@@ -65,9 +77,9 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
     hyphenated name whose parts it has ("RDP-to-f-DP"), the initials of its capitalised
     words ("KL"), a misspelling of one of its names (rapidfuzz ratio >= `fuzzy`) and a
     field-wide acronym (`common`) count as mentioned; a sentence's first word is no name.
-    `foreign` is the user's own words when they wrote in another language and `question` is
-    its English translation: a plain capitalised word copied from them is a word of that
-    language ("Trajektorienvorhersage": German capitalises nouns), not a name."""
+    `foreign` is the user's own words when they wrote in a language that capitalises every
+    noun (`noun_words`) and `question` is its English translation: a plain capitalised word
+    copied from them is a noun of that language ("Trajektorienvorhersage"), not a name."""
     from rapidfuzz import fuzz, process
     from wordfreq import zipf_frequency
 

@@ -305,7 +305,7 @@ class Router:
             # "... a new optimizer that replaces Adam?": no abstract says Adam
             missing = names.absent_names(q.search, self.mentions(),
                                          names.common_names(self.retriever.papers), s.fuzzy_name,
-                                         foreign=q.text if q.language != "en" else "")
+                                         foreign=names.noun_words(q.text, q.language))
             if missing:
                 return Route("decline", f"off-topic: no abstract mentions {missing[0]}", q,
                              evidence=evidence, missing=tuple(missing))

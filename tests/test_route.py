@@ -590,9 +590,9 @@ def test_everyday_acronyms_in_the_plural_and_long_forms_of_mentioned_acronyms_ar
 
 def test_a_capitalised_word_a_translation_kept_from_the_users_language_is_no_name():
     """German capitalises every noun, and a translation may keep one as it was written: a
-    word copied from the user's own non-English text is a word of that language, while a
-    coined name copied from it ("Wellenformer2") is still a name."""
-    from rag.names import absent_names, mentions
+    plain capitalised word copied from the user's German is a German noun, while a coined
+    name copied from it ("Wellenformer2") is still a name."""
+    from rag.names import absent_names, mentions, noun_words
 
     where = mentions(["We forecast trajectories of ODE models and cut the MAE by 31%."])
     english = "In the paper on Bahnvorhersagen of ODE models, how much is the MAE reduced?"
@@ -601,6 +601,8 @@ def test_a_capitalised_word_a_translation_kept_from_the_users_language_is_no_nam
     assert absent_names(english, where, foreign=german) == []
     assert absent_names("Does Wellenformer2 beat the baseline?", where,
                         foreign="Schlägt Wellenformer2 die Baseline?") == ["Wellenformer2"]
+    # only a language that capitalises its nouns: in a Japanese question "Lean" is the prover
+    assert noun_words(german, "de") == german and noun_words("Lean を使った論文は？", "ja") == ""
 
 
 def test_long_forms_whose_initials_do_not_spell_the_acronym(papers):
