@@ -87,6 +87,20 @@ def parts(question: str) -> list[str]:
     return [p.strip() for p in _SPLIT.split(question) if p and p.strip()] or [question]
 
 
+# "In the paper on X, how much ...?", "The hypergraph model of disease pathways: what prior
+# ...?": a clause before the question proper says which paper is meant (or sets it apart:
+# "Besides its alignment head, which ..."); its words are not asked for
+_FRONTED = re.compile(r"^(?!\W*(?:what|which|how|why|who|whose|where|when|is|are|was|were|"
+                      r"does|do|did|can|could|has|have)\b).*?(?:[,:;\u2013\u2014]|\s-)\s+"
+                      r"(?=(?:and\s+)?(?:what|which|how|why|who|whose|where|when)\b)",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def asked_clause(part: str) -> str:
+    """`part` without a clause fronted before its question word (`_FRONTED`)."""
+    return _FRONTED.sub("", part, count=1)
+
+
 _ASKS_WHAT = re.compile(r"^\W*(?:(?:and|also|then|so)\s+)?(?:what|which)\b", re.IGNORECASE)
 
 
@@ -111,7 +125,7 @@ def complement(paper: Paper, question: str, answer: str, index: SentenceIndex,
     a strategy that requires no additional training".)"""
     out: list[Evidence] = []
     for part in parts(question):
-        missing = left_out(part, answer, paper)
+        missing = left_out(asked_clause(part), answer, paper)  # not the paper's description
         if not missing or len(out) >= most:
             continue
         vec = qvec if part == question else None

@@ -54,6 +54,21 @@ def test_complement_finds_the_sentence_for_the_part_left_out(embedder):
                                 "TwinPlay reaches an equilibrium in 40 rounds.", index)
 
 
+def test_the_clause_that_says_which_paper_is_meant_is_not_asked_for(embedder):
+    """'In the paper on X, how many ...?': X describes the paper, so an answer that gives the
+    number is complete, and the sentence holding X's words is not added to it."""
+    p, index = _paper(), SentenceIndex(embedder)
+    assert cover.asked_clause("In the paper on repeated games between two learners, how many "
+                              "rounds?") == "how many rounds?"
+    assert cover.asked_clause("Is there work on games, where two learners play?") == \
+        "Is there work on games, where two learners play?"  # a question already: kept
+    q = "In the work on repeated games between two learners, how many rounds does it need?"
+    assert not cover.complement(p, q, "It reaches an equilibrium in 40 rounds.", index)
+    # the asked part is still completed when the answer leaves it out
+    assert cover.complement(p, "In the work on repeated games, how many rounds does it need, "
+                            "and how is it evaluated?", "In 40 rounds.", index)
+
+
 def test_paper_finding_answer_also_answers_the_second_part(assistant):
     """'Which paper …, and how many …?' is answered from the index (no model): the paper, its
     matching sentences, and the sentence for the second ask; all quoted, all cited."""
