@@ -183,6 +183,10 @@ class RouteSettings(BaseModel):
     language_candidates: int = Field(3, ge=1)
     typo_ratio: float = 80.0  # rapidfuzz ratio for correcting a word towards the corpus vocabulary
     typo_zipf: float = 2.0  # words at least this common in English (wordfreq Zipf scale) are never corrected
+    # ... nor a word wordfreq lists that is nearer to an English word this common the corpus
+    # lacks ("decompile" is not "decouple"); 0: off. dev: 3 of the 30 corrections in English
+    # questions were such words ("chokepoints" -> "keypoints"), none a typo (rag/spelling.py)
+    typo_english_zipf: float = Field(3.0, ge=0)
     fuzzy_name: float = 80.0  # rapidfuzz ratio for a misspelt paper name
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -28,7 +27,7 @@ from typing import Literal
 import numpy as np
 
 from rag import compare as cmp
-from rag import cover, language, names
+from rag import cover, language, names, spelling
 from rag.config import RouteSettings
 from rag.errors import RagError
 from rag.evidence import SentenceIndex
@@ -40,7 +39,6 @@ log = logging.getLogger(__name__)
 Intent = Literal["ask", "find", "compare", "followup", "decline"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 _FINDING = re.compile(
     r"\b(?:which|what)\s+(?:other\s+)?(?P<n1>papers?|works?|stud(?:y|ies)|articles?)\b|"
@@ -221,43 +219,15 @@ class Router:
         """Word counts of the indexed abstracts: what a typo is corrected towards."""
         papers = self.retriever.papers
         if self._vocab is None or self._vocab_key != len(papers):
-            counts: Counter[str] = Counter()
-            for p in papers.values():
-                counts.update(w.lower() for w in _WORD.findall(p.clean))
-            self._vocab, self._vocab_key = dict(counts), len(papers)
+            self._vocab = spelling.vocabulary(p.clean for p in papers.values())
+            self._vocab_key = len(papers)
         return self._vocab
 
     def correct(self, text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
-        """Words of 4+ letters that are neither in the corpus nor common English (wordfreq's
-        Zipf frequency < route.typo_zipf), replaced by the closest corpus word (rapidfuzz
-        ratio >= route.typo_ratio); names are left alone."""
-        from rapidfuzz import fuzz, process
-        from wordfreq import zipf_frequency
-
-        vocab = self.vocabulary()
-        common = [w for w, n in vocab.items() if len(w) >= 3]
-        fixes: list[tuple[str, str]] = []
-
-        def fix(m: re.Match[str]) -> str:
-            word = m.group(0)
-            low = word.lower()
-            if len(low) < 4 or low in vocab or not word[1:].islower() or low in _KEEP:
-                return word
-            cue = process.extractOne(low, _CUES, scorer=fuzz.ratio, score_cutoff=85)
-            if cue and zipf_frequency(low, "en") < 3.0:  # "wich" (2.8) is a name in wordfreq
-                fixes.append((word, cue[0]))
-                return str(cue[0])
-            if zipf_frequency(low, "en") >= self.settings.typo_zipf:
-                return word
-            hit = process.extractOne(low, common, scorer=fuzz.ratio,
-                                     score_cutoff=self.settings.typo_ratio)
-            if hit is None:
-                return word
-            fixes.append((word, hit[0]))
-            return str(hit[0])
-
-        out = _WORD.sub(fix, text)
-        return out, tuple(fixes)
+        """Typos corrected towards the corpus vocabulary (rag/spelling.py)."""
+        r = self.settings
+        return spelling.correct(text, self.vocabulary(), r.typo_ratio, r.typo_zipf,
+                                r.typo_english_zipf)
 
     # ---- the route --------------------------------------------------------------------------
 
@@ -463,17 +433,6 @@ _NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
-_CUES = ("which", "what", "papers", "paper", "there", "compare", "work")  # typo'd cue words
-
-_KEEP = frozenset("""about above after again against also although among another anything
-because before being below between both cannot could does doing during each either enough
-every everything from have having here however into itself just many might more most much
-must neither never nothing often other otherwise over quite rather really same several should
-since some something such than that their theirs them then there these they thing things this
-those though through under until very want what whats when where whether which while whom
-whose will with within without would your yours""".split())
-
-
 def _plain_words(text: str) -> bool:
     """Mostly common English words (wordfreq Zipf >= 3): a question, not pasted junk."""
     from wordfreq import zipf_frequency
