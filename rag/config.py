@@ -137,7 +137,7 @@ class AnswerSettings(BaseModel):
     # against its part; at 0.20 the whole dev split went 70.1 -> 74.7 % with no row lost
     complement: float = 0.20
     # when the model declines, it is asked once more over only this many of the paper's best
-    # sentences (0: never); see Assistant._second_look and the README's dev table
+    # sentences (0: never); see Finisher.second_look (rag/finish.py) and the README's dev table
     second_look: int = Field(3, ge=0)
     unsupported: Literal["mark", "drop"] = "mark"
     # "which papers ...?" lists (rag/extract.py choose): of the first list_most papers whose

@@ -658,8 +658,9 @@ def test_a_question_about_a_name_no_abstract_mentions_is_declined_saying_so(assi
 def test_names_are_checked_only_in_english_text(assistant):
     # a question left untranslated (no translation model) capitalises German nouns
     bexa, papers = assistant.paper("003-01"), assistant.retriever.papers
-    assert assistant._absent("What score does BEXA reach on the Atari games?", bexa, papers) == ["Atari"]
-    assert assistant._absent("Welche Lernrate nutzt BEXA für die Atari Spiele?", bexa, papers) == []
+    absent = assistant.finisher.absent
+    assert absent("What score does BEXA reach on the Atari games?", bexa, papers) == ["Atari"]
+    assert absent("Welche Lernrate nutzt BEXA für die Atari Spiele?", bexa, papers) == []
 
 
 @pytest.mark.model

@@ -1,16 +1,17 @@
-"""The second look (Assistant._second_look): when the model declines, it is asked again over
+"""The second look (Finisher.second_look): when the model declines, it is asked again over
 only the paper's best-matching sentences, on the real model; kept only when the abstract
 backs the answer."""
 
 from __future__ import annotations
 
+from rag.finish import Case
 from rag.prompt import strip_markers
 
 
 def test_a_fact_the_abstract_states_is_found_in_the_focused_passage(assistant):
     papers = assistant.retriever.papers
     q = "On how many datasets was the DefensiveKV selection algorithm evaluated?"
-    answer = assistant._second_look(q, "000-19", papers, [], ("000-19",), "")
+    answer = assistant.finisher.second_look(Case(q, papers, closest=("000-19",)), "000-19")
     assert answer is not None and not answer.abstained and answer.reason == "second-look"
     assert "29" in strip_markers(answer.text), answer.text
     assert {c.paper_id for c in answer.citations} == {"000-19"}
@@ -19,8 +20,8 @@ def test_a_fact_the_abstract_states_is_found_in_the_focused_passage(assistant):
 
 def test_nothing_without_a_known_paper(assistant):
     papers = assistant.retriever.papers
-    assert assistant._second_look("How many datasets?", None, papers, [], (), "") is None
-    assert assistant._second_look("How many datasets?", "999-99", papers, [], (), "") is None
+    assert assistant.finisher.second_look(Case("How many datasets?", papers), None) is None
+    assert assistant.finisher.second_look(Case("How many datasets?", papers), "999-99") is None
 
 
 def test_a_detail_no_abstract_states_is_still_declined(assistant):
@@ -55,23 +56,23 @@ def test_a_quoted_answer_is_the_sentence_that_names_what_was_asked(assistant):
     papers = assistant.retriever.papers
     q = ("What sort of inference algorithm lets the Bayesian hypergraph disease framework "
          "scale to big EHR data?")
-    answer = assistant._rescue(q, "000-14", papers, [], ("000-14",), "")
+    answer = assistant.finisher.rescue(Case(q, papers, closest=("000-14",)), "000-14")
     assert answer is not None and answer.reason == "extracted"
     assert "variational inference algorithm" in answer.text, answer.text
 
 
 def test_the_names_the_abstract_lists_are_quoted(assistant):
     """When a draft names none of what was asked and the abstract lists them
-    (assistant._member, on the real sentence index): "which games" is answered by the
+    (Finisher.member, on the real sentence index): "which games" is answered by the
     sentence listing them, not by one that only says "games"."""
     papers = assistant.retriever.papers
     q = "Which games did the agent of the reverse-KL policy optimisation paper learn to play?"
-    member = assistant._member(q, papers["004-05"], [], ("004-05",), "")
+    member = assistant.finisher.member(Case(q, papers, closest=("004-05",)), papers["004-05"])
     assert member is not None and "Othello" in member.text, member
     assert {c.paper_id for c in member.citations} == {"004-05"}
     # nothing listed beside the asked noun: no quote
-    assert assistant._member("Which method does FedScar propose?", papers["004-16"], [],
-                             ("004-16",), "") is None
+    fedscar = Case("Which method does FedScar propose?", papers, closest=("004-16",))
+    assert assistant.finisher.member(fedscar, papers["004-16"]) is None
 
 
 def test_the_members_an_abstract_lists_after_the_asked_phrase_are_quoted(assistant):
@@ -80,7 +81,7 @@ def test_the_members_an_abstract_lists_after_the_asked_phrase_are_quoted(assista
     streams and infrared images") is quoted instead."""
     papers = assistant.retriever.papers
     q = "What auxiliary modalities does AMNet's dark-video work name as examples?"
-    answer = assistant._rescue(q, "000-16", papers, [], ("000-16",), "")
+    answer = assistant.finisher.rescue(Case(q, papers, closest=("000-16",)), "000-16")
     assert answer is not None and not answer.abstained, answer
     text = strip_markers(answer.text)
     assert "event streams" in text and "infrared" in text, answer.text
@@ -98,7 +99,7 @@ def test_bare_markers_for_a_detail_are_answered_from_the_first_pointed_paper(ass
          "diffusion transformer offline reach at most?")
     passages = [Passage(n, pid, papers[pid].label, papers[pid].clean[:400], ((0, 400),))
                 for n, pid in enumerate(("003-03", "000-19"), start=1)]
-    answer = assistant._finish(q, "[1] [2]", passages, [], papers, "")
+    answer = assistant.finisher.finish(Case(q, papers), "[1] [2]", passages)
     assert {c.paper_id for c in answer.citations} == {"003-03"}, answer.text
     assert not answer.abstained and "1.93" in strip_markers(answer.text), answer.text
 
@@ -122,11 +123,11 @@ def test_a_draft_copied_from_a_neighbouring_passage_is_redone_over_the_best_pape
                 for n, p in ((1, best), (2, other))]
     q = "On how many datasets was the KV cache entry selection algorithm evaluated?"
     copied = next(s for s in other.clean.split(". ") if "speedup" in s)
-    answer = assistant._finish(q, copied + ". [2]", passages, [], papers, "")
+    answer = assistant.finisher.finish(Case(q, papers), copied + ". [2]", passages)
     assert {c.paper_id for c in answer.citations} == {"000-19"}, answer.text
     assert answer.reason == "second-look" and "SLIM" not in answer.text, answer.text
     # the draft from the best passage itself is kept as it is
-    kept = assistant._finish(q, "It was evaluated on 29 datasets. [1]", passages, [], papers, "")
+    kept = assistant.finisher.finish(Case(q, papers), "It was evaluated on 29 datasets. [1]", passages)
     assert kept.reason != "second-look" and "29" in kept.text
 
 
@@ -137,11 +138,11 @@ def test_a_name_question_quotes_the_sentence_naming_it_below_the_best(assistant)
     name the abstract never gives beside the asked noun ("which LLMs") is still not stated."""
     papers = assistant.retriever.papers
     q = "On what datasets does the continual learning forgetting theory train its networks?"
-    rescued = assistant._rescue(q, "003-15", papers, [], ("003-15",), "")
+    rescued = assistant.finisher.rescue(Case(q, papers, closest=("003-15",)), "003-15")
     assert rescued is not None and not rescued.abstained
     assert "XOR-cluster" in strip_markers(rescued.text), rescued.text
     assert {c.paper_id for c in rescued.citations if c.supported} == {"003-15"}
     answer = assistant.ask(q)
     assert "XOR-cluster" in strip_markers(answer.text), answer.text
     llms = "Which LLMs does the continual learning forgetting theory evaluate?"
-    assert assistant._rescue(llms, "003-15", papers, [], ("003-15",), "") is None
+    assert assistant.finisher.rescue(Case(llms, papers, closest=("003-15",)), "003-15") is None
