@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag.acronyms import defined
 from rag.chunk import sentence_spans
 from rag.embed import Embedder
 from rag.evaluate import numbers
-from rag.guard import defined
 from rag.retrieve import content_words, tokenize
 from rag.types import Paper
 
@@ -66,7 +66,7 @@ def paper_numbers(paper: Paper) -> set[str]:
 
 
 def abbreviations(papers: Iterable[Paper]) -> dict[str, tuple[frozenset[str], ...]]:
-    """The abbreviations the abstracts define, "long form (ABBR)" (guard.defined), with the
+    """The abbreviations the abstracts define, "long form (ABBR)" (acronyms.defined), with the
     tokens of each long form; not one an abstract also writes in lower case as a word
     ("RULE" beside "update rule")."""
     papers = list(papers)

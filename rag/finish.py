@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from rag import cover, extract, guard, language, messages, names
+from rag import acronyms, cover, extract, guard, language, messages, names
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -78,7 +78,7 @@ class Finisher:
                 if pid not in papers:
                     continue
                 for acr in _acronyms(q, papers[pid]):
-                    found = guard.expansion(acr, papers[pid])
+                    found = acronyms.expansion(acr, papers[pid])
                     if found:
                         return _expansion(case, papers[pid], acr, found)
         if target not in papers:

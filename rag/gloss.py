@@ -4,7 +4,7 @@
 than "... SSL (self-supervised learning) objectives ...". An acronym is glossed only when a
 cited abstract defines it in so many words, "long form (ACR)", at its
 first use in the answer, and only when the answer does not already spell it out.
-The same finder (`guard.defined`) answers "what does X stand for?".
+The same finder (`acronyms.defined`) answers "what does X stand for?".
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rag.guard import defined
+from rag.acronyms import defined
 from rag.types import Answer, Paper
 
 _ACRONYM = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*[A-Z])(s?)(?![\w-])")

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from rag.acronyms import defined
 from rag.config import RetrieveSettings
 from rag.embed import Embedder
 from rag.errors import InputError
-from rag.guard import defined
 from rag.store import IndexVersion, Store
 from rag.types import Chunk, Hit, Paper
 

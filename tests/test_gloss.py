@@ -1,4 +1,4 @@
-"""Acronyms spelled out once, as the cited abstract defines them (rag/gloss.py, guard.defined):
+"""Acronyms spelled out once, as the cited abstract defines them (rag/gloss.py, acronyms.defined):
 the definition finder, the first-use gloss, and the real assistant's answers."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rag import guard
+from rag import acronyms
 from rag.gloss import definitions, gloss, gloss_text
 from rag.types import Answer, AnswerSentence, Citation, Paper
 
@@ -31,7 +31,7 @@ def _paper(text: str = ABSTRACT) -> Paper:
     ("ChartRL", None),
 ])
 def test_defined_finds_only_definitions_in_so_many_words(acronym, long_form):
-    found = guard.defined(acronym, _paper())
+    found = acronyms.defined(acronym, _paper())
     assert (found[0] if found else None) == long_form
     if found:
         assert ABSTRACT[found[1]:found[2]] == long_form
@@ -46,7 +46,7 @@ def test_defined_reads_a_long_form_in_parentheses_after_the_name(acronym, long_f
     text = ("We introduce FIRE-BENCH (Full-cycle Insight Rediscovery Evaluation), a benchmark, "
             "and TaRO (Temporal-Aware Reasoning Optimization), a method. QBench (see Table 2) "
             "is older.")
-    found = guard.defined(acronym, _paper(text))
+    found = acronyms.defined(acronym, _paper(text))
     assert (found[0] if found else None) == long_form
     if found:
         assert text[found[1]:found[2]] == long_form
@@ -54,7 +54,7 @@ def test_defined_reads_a_long_form_in_parentheses_after_the_name(acronym, long_f
 
 def test_a_definition_before_the_acronym_wins_over_parentheses_after_it():
     text = "Predictive Coding (PC) is old. Our PC (Parallel Circuit) variant is new."
-    assert guard.defined("PC", _paper(text))[0] == "Predictive Coding"
+    assert acronyms.defined("PC", _paper(text))[0] == "Predictive Coding"
 
 
 def test_gloss_text_spells_out_the_first_use_only():

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from rag import language
-from rag.guard import asked, expansion, missing_detail
+from rag.acronyms import expansion
+from rag.guard import asked, missing_detail
 from rag.route import clean_question, finding_kind
 from rag.types import Turn
 

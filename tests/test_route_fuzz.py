@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag import compare as cmp
+from rag.acronyms import expansion
 from rag.corpus import load_corpus
-from rag.guard import asked, expansion, missing_detail
+from rag.guard import asked, missing_detail
 from rag.route import _CONTROL, clean_question, finding_kind
 
 PAPERS = list(load_corpus(Path(__file__).resolve().parent.parent / "seeds").by_id().values())
