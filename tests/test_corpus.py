@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag.clean import clean_abstract, clean_map, clean_text, original_span
 from rag.config import ROOT
-from rag.corpus import clean_abstract, clean_map, clean_text, load_corpus, load_file, original_span
+from rag.corpus import load_corpus, load_file
 from rag.errors import CorpusError
 
 SEEDS = ROOT / "seeds"

@@ -17,13 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from rag.corpus import (
-    clean_text,
-    load_file,
-    make_label,
-    read_seed_file,
-    withhold_instructions,
-)
+from rag.clean import clean_text, withhold_instructions
+from rag.corpus import load_file, make_label, read_seed_file
 from rag.errors import CorpusError
 from rag.export import comparison_markdown, conversation_markdown
 from rag.types import (
