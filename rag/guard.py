@@ -53,7 +53,9 @@ _STOP = frozenset("""did does do is are was were used use uses using of for in o
 have had that this it they from at as be been when where which what achieve achieves report
 reports get gets give gives train trained propose proposed introduce introduced evaluate
 evaluated run let lets allow allows enable enables make makes help helps need needs cause
-causes""".split())  # verbs end the head: "what kind of inference algorithm | lets it scale"
+causes and or how why who whom whose here there""".split())  # verbs end the head: "what kind
+# of inference algorithm | lets it scale", and so do a conjunction, a second wh-word and
+# "here": "how many datasets | and how many attack types", "which papers | here study ..."
 
 
 # heads that name no detail of their own ("which value", "what result"): nothing to look for

@@ -365,6 +365,17 @@ def test_a_verb_ends_the_asked_head():
     assert asked("Which component allows the model to run offline?").head == "component"
 
 
+def test_a_conjunction_or_a_second_question_ends_the_asked_head():
+    """A question asking two things names its first in the head ("how many layers"), not a
+    run of words across the "and" ("layers and how"), whose last word no answer says."""
+    from rag.guard import asked
+
+    assert asked("How many layers and how many heads does the probe model use?").head == "layers"
+    assert asked("What batch size and optimizer did the tabular method use?").head == "batch size"
+    assert asked("Which papers here look at graph rewiring?").head == "papers"
+    assert asked("What dropout rate or weight decay is reported?").head == "dropout rate"
+
+
 def test_the_detail_a_question_asks_for():
     from rag.guard import asks_detail
 
