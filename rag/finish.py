@@ -248,9 +248,10 @@ class Finisher:
             picks = [e for e, x in zip(ranked, said, strict=True) if e.score >= a.rescue_number
                      and (numbers(x) or guard.quantity_near(x, want.head))
                      and guard.new_quantity(x, q)]  # not only the question's own "760M"
-            # "how many games": the sentence with "eight games" before the one with "276 pairs"
-            picks = ([e for e in picks if guard.quantity_near(
-                paper.clean[e.start:e.end], want.head)] or picks)[:1]
+            # "how many games": the sentence with "eight games" before the one with "276 pairs";
+            # one whose number stands beside another noun only when that may still answer
+            beside = [e for e in picks if guard.quantity_near(paper.clean[e.start:e.end], want.head)]
+            picks = (beside or (picks if guard.number_elsewhere(want.head, paper.clean) else []))[:1]
         elif not number_only and (extract.is_definition(q) or (
                 ranked[0].score >= a.rescue and (
                     not guard.needs_name(q, (paper.label,)) or guard.answers_head(

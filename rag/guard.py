@@ -92,6 +92,16 @@ def new_quantity(text: str, question: str) -> bool:
     return bool(_quantities(text) - _quantities(question))
 
 
+def number_elsewhere(head: str, source: str) -> bool:
+    """Whether a number that is not beside the asked head noun may still answer it: a question
+    with no head ("how much faster is it?"), or a result the abstract states in other words
+    ("what accuracy" -> "46.6% on MATH-500"), or a head the abstract does say. Not a setting
+    the abstract never names: "what learning rate" is not answered by "46.6%"."""
+    if not head or says(source, head):
+        return True
+    return bool(_QUANTITY.search(head.split()[-1])) and not _SETTING.search(head)
+
+
 def quantity_near(text: str, head: str, window: int = 4) -> bool:
     """Whether `text` states a quantity within `window` words of the asked head noun ("1%
     accuracy drop" for "how much accuracy", "three or more outcomes" for "how many outcomes"),

@@ -550,6 +550,22 @@ def test_the_question_s_own_number_or_a_name_s_digit_is_no_answer():
     assert asked("What maximum context length does Mod3Net handle?").kind == "number"
 
 
+def test_a_number_beside_another_noun_answers_only_a_result_or_a_noun_the_abstract_says():
+    """The rescue of a number question may quote a number that stands beside another noun
+    when the question names no noun, asks for a result ("what accuracy": "reaches 71.2% on
+    X"), or asks for a noun the abstract does say. A setting the abstract never names ("what
+    weight decay") is not answered by its other numbers."""
+    from rag.guard import number_elsewhere
+
+    source = "Mod3Net reaches 71.2% on TabBench with 3 experts per layer, trained on 8 GPUs."
+    assert number_elsewhere("", source)
+    assert number_elsewhere("accuracy", source) and number_elsewhere("speedup", source)
+    assert number_elsewhere("experts", source)
+    assert not number_elsewhere("weight decay", source)
+    assert not number_elsewhere("learning rate", source)  # a rate, but a setting
+    assert number_elsewhere("learning rate", source + " Its learning rate is tuned per task.")
+
+
 def test_how_big_a_change_asks_the_noun_after_it_and_separators_do_not_hide_a_number():
     """"How big a latency cut ..." asks a number whose head is "latency cut"; "1,000" in the
     answer is the "1000+" of the question, not a new quantity."""
