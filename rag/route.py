@@ -146,6 +146,7 @@ class Router:
         what the abstracts mention."""
         language.warm_up()
         self.correct("warm up the tpyo list")
+        spelling.warm_up(self.settings.typo_english_zipf)
         self.mentions()
 
     # ---- the query --------------------------------------------------------------------------
@@ -433,6 +434,8 @@ _NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
+
+
 def _plain_words(text: str) -> bool:
     """Mostly common English words (wordfreq Zipf >= 3): a question, not pasted junk."""
     from wordfreq import zipf_frequency

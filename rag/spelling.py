@@ -55,6 +55,12 @@ def _english(min_zipf: float) -> tuple[str, ...]:
     return tuple(out)
 
 
+def warm_up(english_zipf: float = 3.0) -> None:
+    """Build the English word list `correct` compares rare words with (0.4 s, once)."""
+    if english_zipf > 0:
+        _english(english_zipf)
+
+
 def correct(text: str, vocab: dict[str, int], ratio: float = 80.0, rare_zipf: float = 2.0,
             english_zipf: float = 3.0) -> tuple[str, tuple[tuple[str, str], ...]]:
     """`text` with its typos replaced by corpus words, and the (typo, correction) pairs.
@@ -91,4 +97,4 @@ def correct(text: str, vocab: dict[str, int], ratio: float = 80.0, rare_zipf: fl
     return WORD.sub(fix, text), tuple(fixes)
 
 
-__all__ = ["WORD", "correct", "vocabulary"]
+__all__ = ["WORD", "correct", "vocabulary", "warm_up"]
