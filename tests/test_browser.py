@@ -47,6 +47,15 @@ def wait_done(page: Any, status: str = "#status") -> None:
     page.wait_for_selector(f"{status} .status-done", timeout=ANSWER_MS)
 
 
+def test_an_empty_question_is_told_what_to_type(page: Any) -> None:
+    before = page.locator("#chat .message, #chat [data-testid='user']").count()
+    ask(page, "   ")
+    page.wait_for_selector("#status .status-error", timeout=10_000)
+    assert "Type a question first" in page.locator("#status").inner_text()
+    assert page.locator("#chat .message, #chat [data-testid='user']").count() == before
+    assert page.locator("#send").is_enabled()
+
+
 def test_lookup_answer_cites_ssl4rl_and_exports(page: Any, tmp_path: Any) -> None:
     ask(page, LOOKUP)
     page.wait_for_selector("#sources .retrieved", timeout=30_000)

@@ -262,3 +262,6 @@ def test_refusal_caps_size_rate_and_a_full_queue() -> None:
     assert s.asked == [95.0]
     assert "The server is busy: 5 questions" in refusal(ChatSession(), "q", 0.0, 10, 2, 5, 5)
     assert refusal(ChatSession(), "q", 0.0, 10, 2, 5, None) == ""
+    empty = ChatSession()
+    assert "Type a question first" in refusal(empty, " \n ", 0.0, 10, 2, 0, 5)
+    assert empty.asked == []  # an empty box is not counted against the rate

@@ -215,8 +215,6 @@ def build_chat_tab(shared: Shared, demo: gr.Blocks, ui: UISettings, owner: Any =
     def submit(question: str, s: ChatSession) -> tuple[Any, ...]:
         q = (question or "").strip()
         skip = (gr.skip(),) * 5
-        if not q:
-            return skip
         if s.busy:
             gr.Warning("Wait for the current answer, or press Stop.")
             return skip

@@ -286,10 +286,17 @@ class CompareSession:
 RATE_WINDOW_SECONDS = 60.0
 
 
+EMPTY_QUESTION = ("Type a question first, e.g. “Which papers use flow policies for RL?” "
+                  "or “Compare SSL4RL and TaRO”.")
+
+
 def refusal(session: ChatSession, question: str, now: float, max_chars: int, per_minute: int,
             waiting: int, max_queue: int | None) -> str:
     """Why `question` cannot be taken now ("" when it can), checked before it is queued:
-    its size, the session's rate (`per_minute` in RATE_WINDOW_SECONDS) and a full queue."""
+    an empty box, its size, the session's rate (`per_minute` in RATE_WINDOW_SECONDS) and a
+    full queue."""
+    if not question.strip():
+        return EMPTY_QUESTION
     if len(question) > max_chars:
         return (f"The question is {len(question):,} characters long; the limit is "
                 f"{max_chars:,}. Shorten it and send it again.")
