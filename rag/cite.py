@@ -8,6 +8,7 @@ The model's own [n] marker only breaks near-ties in favour of its paper.
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from rag.types import AnswerSentence, Citation, Paper
 log = logging.getLogger(__name__)
 
 TIE = 0.05  # prefer the model's cited paper when within this of the best score
+CUT_MIN_WORDS = 6  # a shorter unfinished tail is too little to tell which sentence it copies
+_LEADING_MARKERS = re.compile(r"\s*(?:\[\d+\]\s*)*")
+_TRAILING_MARKERS = re.compile(r"(?:\s*\[\d+\])*\s*$")
+_ENDED = re.compile(r"""[.!?\u3002\uff01\uff1f\u2026:;)\]"'\u201d\u2019]$""")
 
 def best_support(sentence: str, vec: np.ndarray, papers: list[Paper], index: SentenceIndex,
                  prefer: set[str]) -> Evidence | None:
@@ -35,6 +40,36 @@ def best_support(sentence: str, vec: np.ndarray, papers: list[Paper], index: Sen
         if key > best_key:
             best, best_key = top, key
     return best
+
+
+def completed(answer: str, papers: list[Paper]) -> str:
+    """`answer` with an unfinished last sentence finished from the abstract sentence it was
+    copying: one of `papers`' sentences holds its last CUT_MIN_WORDS or more words in order,
+    and its rest is appended. The model stops mid-sentence at its token limit, and a quote cut
+    there can misstate the abstract: "the detection score improves by 51" of "... improves
+    by 51.9%". Any other tail is left as written (and verified like every sentence)."""
+    spans = sentence_spans(answer)
+    if not spans:
+        return answer
+    start, end = spans[-1]
+    tail = answer[start:end]
+    lead = _LEADING_MARKERS.match(tail)  # the previous sentence's marker, when it was spaced
+    start += lead.end() if lead else 0
+    tail = answer[start:end]
+    body = _TRAILING_MARKERS.sub("", tail)  # the marker the model (or a header fix) put last
+    words = body.split()
+    if markers_in(body) or _ENDED.search(body) or len(words) < CUT_MIN_WORDS:
+        return answer
+    sources = [" ".join(paper.clean[s:e].split())
+               for paper in papers for s, e in sentence_spans(paper.clean)]
+    for n in range(len(words), CUT_MIN_WORDS - 1, -1):  # the longest copied run first
+        run = " ".join(words[-n:])
+        for whole in sources:
+            at = whole.find(run)
+            if at >= 0 and at + len(run) < len(whole):
+                return answer[:start] + body + whole[at + len(run):] + tail[len(body):] + \
+                    answer[end:]
+    return answer
 
 
 def citation(marker: int, paper: Paper, ev: Evidence, supported: bool = True) -> Citation:
@@ -54,6 +89,7 @@ def attach(answer: str, passages: list[Passage], papers: dict[str, Paper],
     the question's own names and field-wide acronyms, rag/names.py)."""
     by_number = {p.number: p.paper_id for p in passages}
     pool = [papers[p.paper_id] for p in passages if p.paper_id in papers]
+    answer = completed(answer, pool)
     raw_sents = [answer[s:e] for s, e in sentence_spans(answer)]
     plain = [strip_markers(x).strip() for x in raw_sents]
     keep = [(raw, txt) for raw, txt in zip(raw_sents, plain, strict=True) if len(txt) > 1]

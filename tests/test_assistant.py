@@ -125,6 +125,23 @@ def test_stop_event_ends_generation_early(assistant):
     assert final.generated_tokens <= 24  # within a few steps (prompt lookup drafts up to 10)
 
 
+def test_an_answer_cut_at_the_token_limit_ends_with_the_whole_sentence(settings, embedder,
+                                                                      retriever):
+    """With 16 new tokens the model stops inside the sentence it copies; the answer shown
+    finishes that sentence from the abstract and cites it, never a half sentence."""
+    from rag.generate import Generator
+    from tests.conftest import make_settings
+
+    short = make_settings(settings.paths.data, generate={"max_new_tokens": 16})
+    a = Assistant(short, retriever.store, embedder, retriever, Generator(short), None)
+    _, _, answer = run(a, "How does VIA-SD verify draft tokens?")
+    assert answer.generated_tokens == 16  # the limit was reached
+    assert not answer.abstained and answer.sentences, answer.text
+    for sentence in answer.sentences:
+        assert sentence.supported and sentence.text.rstrip().endswith("."), answer.text
+    assert answer.text.endswith("[1]") and "004-19" in {c.paper_id for c in answer.citations}
+
+
 def test_clean_question_and_marker_filter_pure_logic():
     q, notice = clean_question("a\x00b\u200b  c", 2000)
     assert q == "a b c" and notice == ""

@@ -81,3 +81,25 @@ def test_a_copied_answer_sentence_is_cited_to_the_abstract_it_was_copied_from(em
     found = best_support(answer, embedder.embed_one(answer), [generic, source], index, set())
     assert found is not None and found.paper_id == "900-04"
     assert "repetitive generation" in source.clean[found.start:found.end]
+
+
+def test_a_quote_cut_at_the_token_limit_is_finished_from_the_abstract():
+    """The model stops mid-sentence at max_new_tokens; "improves by 51" of "improves by 51.9%"
+    misstates the abstract, so the copied sentence is finished from its source."""
+    from rag.cite import completed
+
+    p = _paper("900-05", "We cascade a coarse and a fine model. The results indicate that the "
+               "detection score improves by 51.9% over the baselines. Code is available.")
+    cut = "We cascade models. [1] The results indicate that the detection score improves by 51 [1]"
+    assert completed(cut, [p]) == ("We cascade models. [1] The results indicate that the "
+                                   "detection score improves by 51.9% over the baselines. [1]")
+    # a finished sentence, a short tail and words no sentence starts with stay as written
+    ended = "The results indicate that the detection score improves a lot."
+    assert completed(ended, [p]) == ended
+    assert completed("The results indicate", [p]) == "The results indicate"
+    # the model's own start, then a copied run of six or more words: finished from there
+    own = "Our cascade shows that the detection score improves by 5"
+    assert completed(own, [p]) == ("Our cascade shows that the detection score improves by "
+                                   "51.9% over the baselines.")
+    other = "The detection score of the cascade improves by 51"
+    assert completed(other, [p]) == other
