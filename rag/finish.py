@@ -282,9 +282,27 @@ class Finisher:
             picks = [e for e in ranked if e.score >= a.rescue_number and
                      guard.says(x := paper.clean[e.start:e.end], want.head) and
                      guard.answers_head(q, x, (paper.label,), paper.clean)][:1]
+        if picks and guard.needs_name(q, (paper.label,)):
+            picks = self._most_listed(q, paper, ranked, want, picks)
         if not picks:
             return None
         return case.answer(*extract.quote(paper, picks), reason="extracted")
+
+    def _most_listed(self, q: str, paper: Paper, ranked: list[Evidence], want: guard.Asked,
+                     picks: list[Evidence]) -> list[Evidence]:
+        """For a plural head only names answer ("what benchmarks were used"), the sentence
+        that lists the most names beside the head word ("three benchmarks, TOFU, MUSE, and
+        WMDP") over the best one naming a single one ("On the MUSE benchmark, ..."), of those
+        scoring >= answer.rescue_number that answer it."""
+        if not want.head.endswith("s") or want.head.endswith("ss"):
+            return picks
+        def listed(e: Evidence) -> int:
+            return guard.names_listed(paper.clean[e.start:e.end], want.head)
+        floor = self.settings.answer.rescue_number
+        lists = [e for e in ranked if e.score >= floor and listed(e) >= 2 and guard.answers_head(
+            q, paper.clean[e.start:e.end], (paper.label,), paper.clean)]
+        best = max(lists, key=listed, default=None)  # the first of equals: ranked order
+        return [best] if best is not None and listed(best) > listed(picks[0]) else picks
 
     def member(self, case: Case, paper: Paper) -> Answer | None:
         """When the answer names no member of what was asked and the abstract names some, its

@@ -390,6 +390,29 @@ task tasks domain domains game games""".split())
 NAME = re.compile(r"(?<![\w-])(?=[\w-]*(?:[a-z][A-Z]|[A-Z]{2}|[A-Za-z]\d|\d[A-Za-z]))[A-Za-z0-9][\w-]*")
 
 
+_LIST = NAME.pattern + r"(?:(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)" + NAME.pattern + ")*"
+_LIST_AFTER = re.compile(r"\s*[,:]?\s*(?:\(?\s*(?:such as|including|e\.g\.,?|namely|like)\s+)?(" +
+                         _LIST + ")")
+_LIST_BEFORE = re.compile("(" + _LIST + r")\s+(?:[\w-]+\s+)?$")
+
+
+def names_listed(text: str, head: str) -> int:
+    """How many coined names `text` lists side by side right after or right before the head
+    word of `head`: 3 for "benchmarks, TOFU, MUSE, and WMDP" and for "TOFU, MUSE and WMDP
+    benchmarks", 1 for "On the MUSE benchmark, RULE outperforms ...". (The most at any one
+    place the head word stands.)"""
+    if not head:
+        return 0
+    last = _stem(head.split()[-1])
+    best = 0
+    for m in re.finditer(r"(?<![\w-])" + re.escape(last[:max(4, len(last) - 1)]) + r"[\w-]*",
+                         text, re.IGNORECASE):
+        for found in (_LIST_AFTER.match(text, m.end()), _LIST_BEFORE.search(text[:m.start()])):
+            if found:
+                best = max(best, len(NAME.findall(found.group(1))))
+    return best
+
+
 def new_names(answer: str, question: str, source: str) -> set[str]:
     """Coined names in `answer` that `question` lacks and the abstract `source` has."""
     asked_words = question.lower()

@@ -767,3 +767,16 @@ def test_a_number_paired_with_the_wrong_noun_is_caught():
     # a noun the abstract never has, or a number it never states, is no swap to judge
     assert swapped_quantity("It keeps 99.1% throughput [1].", src) is None
     assert swapped_quantity("It keeps 97.0% precision [1].", src) is None
+
+
+def test_names_listed_beside_the_head_word_are_counted():
+    """Pure logic: the coined names listed right after or before the asked head word."""
+    from rag.guard import names_listed
+
+    assert names_listed("Using three benchmarks, TOFU, MUSE, and WMDP, we study it.",
+                        "benchmarks") == 3
+    assert names_listed("We test on TOFU, MUSE and WMDP benchmarks.", "benchmarks") == 3
+    assert names_listed("On the MUSE benchmark, RULE outperforms SOTA methods.",
+                        "benchmarks") == 1  # RULE and SOTA are no list beside it
+    assert names_listed("We study three datasets in depth.", "datasets") == 0
+    assert names_listed("TOFU, MUSE and WMDP", "") == 0

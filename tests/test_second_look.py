@@ -146,3 +146,20 @@ def test_a_name_question_quotes_the_sentence_naming_it_below_the_best(assistant)
     assert "XOR-cluster" in strip_markers(answer.text), answer.text
     llms = "Which LLMs does the continual learning forgetting theory evaluate?"
     assert assistant.finisher.rescue(Case(llms, papers, closest=("003-15",)), "003-15") is None
+
+
+def test_a_plural_name_question_quotes_the_sentence_listing_them_all(assistant):
+    """"On what benchmarks": of the sentences that name a benchmark, the one listing three
+    beside the word ("three widely adopted benchmarks, TOFU, MUSE, and WMDP") is quoted, not
+    the one naming only TOFU."""
+    papers = assistant.retriever.papers
+    answer = assistant.finisher.rescue(
+        Case("On what benchmarks is RULE evaluated?", papers, closest=("004-09",)), "004-09")
+    assert answer is not None and answer.reason == "extracted", answer
+    text = strip_markers(answer.text)
+    assert all(b in text for b in ("TOFU", "MUSE", "WMDP")), answer.text
+    # a singular head is answered by one name: the list is not preferred there
+    one = assistant.finisher.rescue(
+        Case("On which benchmark does RULE leak nothing?", papers, closest=("004-09",)),
+        "004-09")
+    assert one is None or "WMDP" not in strip_markers(one.text), one
