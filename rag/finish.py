@@ -339,10 +339,12 @@ class Finisher:
             raw = header.sub("", raw).rstrip()
             raw = raw if markers_in(raw) else raw + " [1]"
         plain = strip_markers(raw).strip()
-        # not an answer: a decline, a paper id inside it ("a learning rate of 0.000-01"), or
+        # not an answer: a decline, a paper id inside it ("a learning rate of 0.000-01"), the
+        # question said back ("The exact VLM plays the auditor in the paper that ..."), or
         # one that never names what was asked (dev: 6 of 8 unanswerable rows were "answered"
-        # before these two checks, 0 after)
+        # before the first and last checks, 0 after)
         if _declined(plain) or re.search(r"\d{3}-\d{2}\b", plain) or \
+                guard.restates(q, plain, (paper.label,)) or \
                 not guard.answers_head(q, plain, (paper.label,), paper.clean):
             return None
         text, citations, sentences = attach(raw, [passage], papers, self.sentences,

@@ -163,3 +163,13 @@ def test_a_plural_name_question_quotes_the_sentence_listing_them_all(assistant):
         Case("On which benchmark does RULE leak nothing?", papers, closest=("004-09",)),
         "004-09")
     assert one is None or "WMDP" not in strip_markers(one.text), one
+
+
+def test_a_second_look_that_says_the_question_back_is_no_answer(assistant):
+    """Asked for a VLM the abstract never names, the 0.5B's second look wrote "The exact VLM
+    plays the auditor in the data-free backdoor defense. [1]": the question said back, which
+    the abstract "supports" word for word. It is dropped like a decline."""
+    papers = assistant.retriever.papers
+    q = "Which exact VLM plays the auditor in the data-free backdoor defense?"
+    answer = assistant.finisher.second_look(Case(q, papers, closest=("003-12",)), "003-12")
+    assert answer is None, answer.text
