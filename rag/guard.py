@@ -61,6 +61,8 @@ causes and or how why who whom whose here there""".split())  # verbs end the hea
 # heads that name no detail of their own ("which value", "what result"): nothing to look for
 _GENERIC = frozenset("""value values result results thing things aspect aspects part parts
 number amount way ways kind""".split())
+_MEANS_WORDS = frozenset("""trick tricks technique techniques strategy strategies approach
+approaches method methods idea ideas mechanism mechanisms solution solutions remedy fix""".split())
 _QUANTITY_WORD = re.compile(
     r"\d\s*(?:%|x\b|×)|\d+(?:\.\d+)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|"
     r"twelve|dozens?|hundreds?|thousands?|millions?|billions?|half|double|twice|thrice|"
@@ -483,8 +485,12 @@ def person_names(answer: str, question: str, source: str) -> set[str]:
 
 def _names_detail(head: str) -> bool:
     """Whether a head noun phrase names a detail to look for ("robot arm"), not the paper
-    itself or a generic word ("which value")."""
-    return bool(head) and head.split()[0] not in _PAPER and head.split()[-1] not in _GENERIC
+    itself, a generic word ("which value") or a bare word for a means ("what trick does it
+    use": how it does it, in whatever words the abstract says; "what sampling strategy" does
+    name one)."""
+    words = head.split()
+    return bool(words) and words[0] not in _PAPER and words[-1] not in _GENERIC and \
+        not (len(words) == 1 and words[0] in _MEANS_WORDS)
 
 
 # "which paper proposes X": the paper itself, no detail of it

@@ -84,6 +84,18 @@ def test_follow_up_resolves_to_the_previous_papers(assistant):
     assert not a.abstained and "1.93" in a.text
 
 
+def test_a_follow_up_asking_which_technique_is_answered_not_declined(assistant):
+    """"Which technique" names no detail to look for: the abstract says "a noise-injection
+    strategy", never "technique", and was declined as not stated before."""
+    turn = assistant.turn("Which paper recovers full-body motion from a VR headset's signals?",
+                          "MotionGRPO post-trains a diffusion model with GRPO [1]")
+    _, _, a = run(assistant, "Which technique does it use against the vanishing gradients?",
+                  [turn])
+    assert not a.abstained, a.text
+    assert "noise-injection" in a.text or "noise injection" in a.text, a.text
+    assert {c.paper_id for c in a.citations if c.supported} == {"004-12"}
+
+
 def test_fragments_follow_up_but_gibberish_does_not(assistant):
     history = [Turn("What is DeltaStack?", "DeltaStack augments DeltaNet. [1]", ("003-17",))]
     assert assistant.router.route("and the speedup?", history).intent == "followup"

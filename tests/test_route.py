@@ -780,3 +780,15 @@ def test_names_listed_beside_the_head_word_are_counted():
                         "benchmarks") == 1  # RULE and SOTA are no list beside it
     assert names_listed("We study three datasets in depth.", "datasets") == 0
     assert names_listed("TOFU, MUSE and WMDP", "") == 0
+
+
+def test_a_bare_word_for_a_means_asks_how_not_for_a_named_detail():
+    """Pure logic: "what trick does it use" asks how, in whatever words the abstract says; a
+    modifier makes it a detail again ("what timestep sampling strategy")."""
+    from rag.guard import asks_detail
+
+    assert asks_detail("What trick does it use against vanishing gradients?") == ""
+    assert asks_detail("Which technique does the method rely on?") == ""
+    assert asks_detail("What timestep sampling strategy does PQL use?") == \
+        "timestep sampling strategy"
+    assert asks_detail("Which stabilization tricks does OGPO introduce?") == "stabilization tricks"
