@@ -138,8 +138,9 @@ class Finisher:
             # a question naming no paper, answered from one other than the best retrieved:
             # the small model copied a neighbouring passage (dev: 2 of 3 such drafts, where
             # the best retrieved paper was the one asked about); asked again over only that
-            # paper's best sentences, kept when the abstract backs the answer
-            looked = self.second_look(case, closest[0])
+            # paper's best sentences, kept when the abstract backs the answer, else its own
+            # sentence quoted when one answers (the rescue's floors)
+            looked = self.second_look(case, closest[0]) or self.rescue(case, closest[0])
             if looked is not None:
                 return looked
         source = " ".join(papers[i].clean for i in sorted(ids) if i in papers)
