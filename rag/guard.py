@@ -110,8 +110,7 @@ def quantity_near(text: str, head: str, window: int = 4) -> bool:
     so that a number word elsewhere ("three pillars") does not answer "how many papers"."""
     if not head:
         return False
-    stem = _stem(head.split()[-1])
-    stem = stem[:max(4, len(stem) - 1)]
+    stem = _root(head.split()[-1])
     words = re.findall(r"[^\s]+", re.sub(r"\[\d+\]", " ", text))
     at_head = [i for i, w in enumerate(words) if w.lower().lstrip("(\"'").startswith(stem)]
     at_qty = [i for i, w in enumerate(words) if _QUANTITY_WORD.search(w)]
@@ -202,6 +201,13 @@ def _stem(word: str) -> str:
     return word
 
 
+def _root(word: str) -> str:
+    """What a word's forms start with: its stem less a last letter, at least four letters
+    ("benchmarks" -> "benchmar", matching "benchmark" and "benchmarks")."""
+    stem = _stem(word)
+    return stem[:max(4, len(stem) - 1)]
+
+
 def mentions(paper: Paper, phrase: str) -> bool:
     """Whether the abstract mentions the phrase's head word (plural or singular)."""
     return says(paper.clean, phrase)
@@ -224,8 +230,7 @@ def category_members(question: str, source: str, names: tuple[str, ...] = ()) ->
     a = asked(question, names)
     if not a.category or not _names_detail(a.head) or not source:
         return set()
-    last = _stem(a.head.split()[-1])
-    stem = re.escape(last[:max(4, len(last) - 1)])
+    stem = re.escape(_root(a.head.split()[-1]))
     given = {w.lower() for w in re.findall(r"[\w-]+", question)}
     found: set[str] = set()
     for m in re.finditer(r"((?:[A-Za-z][\w-]*\s+){1,2})" + stem, source, re.IGNORECASE):
@@ -267,8 +272,7 @@ def says(text: str, phrase: str) -> bool:
     """Whether `text` has the phrase's head word (plural or singular); True for no phrase."""
     if not phrase:
         return True
-    head = _stem(phrase.split()[-1])
-    return bool(re.search(r"(?<!\w)" + re.escape(head[:max(4, len(head) - 1)]), text.lower()))
+    return bool(re.search(r"(?<!\w)" + re.escape(_root(phrase.split()[-1])), text.lower()))
 
 
 def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
@@ -336,8 +340,7 @@ def listed_members(question: str, source: str, names: tuple[str, ...] = ()) -> s
     words = a.head.split()
     if len(words) < 2 or not _names_detail(a.head) or not source:
         return set()
-    phrase = r"\s+".join(r"(?<![\w-])" + re.escape(_stem(w)[:max(4, len(_stem(w)) - 1)]) + r"[\w-]*"
-                         for w in words)
+    phrase = r"\s+".join(r"(?<![\w-])" + re.escape(_root(w)) + r"[\w-]*" for w in words)
     given = {_stem(w.lower()) for w in re.findall(r"[\w-]+", question)}
     found: set[str] = set()
     for m in re.finditer(phrase + _LISTING + r"([^.;:()]+)", source, re.IGNORECASE):
@@ -405,10 +408,9 @@ def names_listed(text: str, head: str) -> int:
     place the head word stands.)"""
     if not head:
         return 0
-    last = _stem(head.split()[-1])
     best = 0
-    for m in re.finditer(r"(?<![\w-])" + re.escape(last[:max(4, len(last) - 1)]) + r"[\w-]*",
-                         text, re.IGNORECASE):
+    for m in re.finditer(r"(?<![\w-])" + re.escape(_root(head.split()[-1])) + r"[\w-]*", text,
+                         re.IGNORECASE):
         for found in (_LIST_AFTER.match(text, m.end()), _LIST_BEFORE.search(text[:m.start()])):
             if found:
                 best = max(best, len(NAME.findall(found.group(1))))
