@@ -127,8 +127,8 @@ def main():
         elif "lang" in r and (r["lang"] == "en" or not r["question"].strip()):
             errs.append(f"{rid}: lang names a non-English question's language")
         if want_ans:
-            if not 1 <= len(r["keywords"]) <= 3:
-                errs.append(f"{rid}: needs 1-3 keyword groups")
+            if not 1 <= len(r["keywords"]) <= 4:
+                errs.append(f"{rid}: needs 1-4 keyword groups (a list of four names asked for)")
             texts = [t for g in r["gold"] if g in corpus
                      for t in (corpus[g].lower(), plain(corpus[g]).lower())]
             for grp in r["keywords"]:

@@ -37,7 +37,7 @@ from rag.prompt import (
     user_message,
 )
 from rag.retrieve import Retriever
-from rag.route import Route, Router, clean_question
+from rag.route import Route, Router, clean_question, finding_kind
 from rag.store import Store
 from rag.translate import Translator, translation_settings
 from rag.types import (
@@ -251,10 +251,12 @@ class Assistant:
     def turn(self, question: str, answer: str) -> Turn:
         """A history turn from plain text (eval files, pasted chats): its papers are the ones
         its question names ("Compare SSL4RL and TaRO": both), else the first one its answer
-        names, else the best match of its question."""
+        names (every one, in order, when the question asked for papers: a list, as the chat
+        keeps every paper a list cites), else the best match of its question."""
         named = self.retriever.named_papers(question)
         if not named:
-            named = self.retriever.named_papers(f"{question} {answer}")[:1]
+            named = self.retriever.named_papers(f"{question} {answer}")
+            named = named if finding_kind(question) == "many" else named[:1]
         if not named:
             hits = self.retriever.search(question, k=1, group=True) if question.strip() else []
             named = [h.chunk.paper_id for h in hits]

@@ -364,6 +364,12 @@ class Router:
                 return request  # "PaperGuard vs Llama Guard": the other side is not in the corpus
         if len(q.named) >= 2 and _COMPARATIVE.search(q.search) and finding_kind(q.search) is None:
             return cmp.Request(q.named[0], q.named[1])  # "which is faster, A or B?"
+        prev = [p for p in (history[-1].paper_ids if history else ()) if p in self.retriever.papers]
+        if len(prev) == 2 and not set(q.named) - set(prev) and (_WHICH_OF_TWO.search(q.search) or (
+                _BOTH.search(q.search) and (_COMPARATIVE.search(q.search) or
+                                            _COMPARE_THEM.search(q.search)))):
+            # "how do they differ?", "compare the two" after an answer about exactly two papers
+            return cmp.Request(prev[0], prev[1])
         return None
 
     def _resolves(self, side: str, history: Sequence[Turn], describes: bool = False) -> str:
@@ -408,6 +414,18 @@ _COMPARATIVE = re.compile(r"\bcompar(?:e|ed|ing|ison)\b|\bcontrast\b|\bvs\.?\s|\
                           r"slower|more|less|larger|smaller|higher|lower)\b|\b(?:more|less|"
                           r"better|faster) \w+ than\b|\bcompared? (?:to|with)\b|\bdiffer",
                           re.IGNORECASE)
+# the two papers of the previous answer, referred to together: "how do they differ?", "compare
+# the two", "which of them is faster?"
+_BOTH = re.compile(r"\b(?:they|them|these|those|both|(?:the|these|those) (?:two|2)\b|each other|"
+                   r"one another)\b", re.IGNORECASE)
+_COMPARE_THEM = re.compile(r"\b(?:differen(?:ce|ces|t)|similar|similarities|alike|in common|the same)\b",
+                           re.IGNORECASE)
+# "which of them is faster / reports the bigger speedup / needs fewest samples": English's
+# comparatives and superlatives of size, speed, amount and quality
+_WHICH_OF_TWO = re.compile(r"\bwhich (?:one|of (?:them|the two|these|those|both))\b.*\b(?:(?:bett|"
+                           r"fast|slow|larg|bigg|small|high|low|strong|weak|cheap|long|short|great|"
+                           r"few)(?:er|est)|best|worse|worst|more|most|less|least)\b",
+                           re.IGNORECASE)
 _IDENTIFY = re.compile(r"^\s*(?:which|what)\s+(?:(?!(?:two|three|four|five|six|both|\d+)\s)\w+\s+)?"
                        r"(?:method|approach|framework|detector|"
                        r"technique|algorithm|system|architecture|benchmark|model|tool)(?P<plural>s?)\b"

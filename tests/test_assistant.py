@@ -84,6 +84,22 @@ def test_follow_up_resolves_to_the_previous_papers(assistant):
     assert not a.abstained and "1.93" in a.text
 
 
+def test_how_do_they_differ_after_two_papers_compares_them(assistant):
+    """A list of exactly two papers, then "how do they differ?": both sides of a comparison
+    table, each cell cited to its own paper (it went to the first paper alone and was declined
+    as "never mentions PQL")."""
+    first = assistant.ask("Which papers train flow-matching policies for reinforcement learning?")
+    cited = tuple(dict.fromkeys(c.paper_id for c in sorted(first.citations, key=lambda c: c.marker)))
+    assert set(cited) == {"000-04", "004-02"}, first.text
+    _, _, a = run(assistant, "So how do they differ?", [Turn(first.question, first.text, cited)])
+    assert not a.abstained and a.comparison is not None, a.text
+    sides = {a.comparison.left.paper.id, a.comparison.right.paper.id}
+    assert sides == {"000-04", "004-02"}
+    for row in a.comparison.rows:
+        for cell, side in ((row.left, a.comparison.left), (row.right, a.comparison.right)):
+            assert cell.citation is None or cell.citation.paper_id == side.paper.id
+
+
 def test_a_follow_up_asking_which_technique_is_answered_not_declined(assistant):
     """"Which technique" names no detail to look for: the abstract says "a noise-injection
     strategy", never "technique", and was declined as not stated before."""

@@ -116,3 +116,11 @@ def test_unwritable_markdown_path_is_one_line(settings, tmp_path):
               settings.paths.data)
     assert res.returncode == 2 and len(res.stderr.splitlines()) == 1, res.stderr
     assert res.stderr.startswith("error: --markdown ") and "does not exist" in res.stderr
+
+
+def test_the_eval_files_pass_their_validator():
+    """eval/validate.py checks the eval's schema against the seeds (gold ids, keywords found
+    in the gold abstracts, splits, compare rows); rows added by hand must keep passing it."""
+    res = subprocess.run([sys.executable, "eval/validate.py"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
