@@ -75,6 +75,12 @@ class RetrieveSettings(BaseModel):
     dense_weight: float = Field(1.0, ge=0)
     bm25_weight: float = Field(1.0, ge=0)
     name_weight: float = Field(2.0, ge=0)  # exact paper names found in the query
+    # a paper name of letters only that is also an English word at least this common
+    # (wordfreq Zipf) names its paper only when the text writes it with a capital: "SLIM" or
+    # "Slim", not "a slim verifier" (VIA-SD's); "rope" (4.1), "sam", "tee", "rag", "muse" too,
+    # while "prism" (3.4) and "taro" (2.9) still name theirs in lower case. Chosen from the
+    # corpus's names, not fitted to any eval row; 0: off
+    name_word_zipf: float = Field(3.5, ge=0)
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
 
 

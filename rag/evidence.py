@@ -43,6 +43,10 @@ RUN = 4
 Abbreviations = Mapping[str, tuple[frozenset[str], ...]]
 _DEFINES = re.compile(r"\(\s*([A-Za-z][\w-]*[A-Z][\w-]*)\s*[),;]")
 
+# a link's words are no content: "rl-bandits-lab" in FB-PbRL's code link is not a word about
+# bandits, "models hosted on https://huggingface.co/..." names no model
+_URL = re.compile(r"\b(?:https?://|www\.)\S+")
+
 _NAMEISH = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w@-]*\b|\b\w+-\w+\b")
 
 
@@ -158,7 +162,9 @@ def score(sentence: str, similarity: float, words: set[str], text_names: set[str
           text_runs: frozenset[tuple[str, ...]] = frozenset()) -> float:
     """The shared formula (see the module docstring); `words` are the text's content words.
     With `abbr`, a text word is also found when it is an abbreviation whose long form the
-    sentence writes out, or a word of the long form of an abbreviation the sentence uses."""
+    sentence writes out, or a word of the long form of an abbreviation the sentence uses.
+    A link in the sentence counts for nothing (_URL)."""
+    sentence = _URL.sub(" ", sentence)
     said = set(tokenize(sentence))
     copied = bool(text_runs) and not text_runs.isdisjoint(runs(sentence))
     if abbr:

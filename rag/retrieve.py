@@ -220,15 +220,29 @@ class Retriever:
             owners = self._numbers.get(m.group(), set())  # (a paper's whole number, see refresh)
             if len(owners) == 1:
                 found.append((1, m.start(), next(iter(owners))))
+        same_length = len(low) == len(text)  # (lower() can lengthen a few letters: "İ")
         for run in {*_RUN.findall(low), ""}:  # only names whose first run the text has
             for name in self._names_by_run.get(run, ()):
                 hit = re.search(_BEFORE + re.escape(name) + _AFTER, low)
+                if hit and same_length and text[hit.start():hit.end()].islower() and \
+                        self._everyday_word(name):
+                    continue  # "a slim verifier" does not name SLIM
                 if hit:
                     pid = self._names[name]
                     p = self._papers.get(pid)
                     own = p is not None and name in (p.label.lower(), label_long_form(p).lower())
                     found.append((0 if own else 1, hit.start(), pid))
         return list(dict.fromkeys(pid for *_, pid in sorted(found)))
+
+    def _everyday_word(self, name: str) -> bool:
+        """A name of letters only that English also uses as a common word (see
+        retrieve.name_word_zipf)."""
+        limit = self.settings.name_word_zipf
+        if limit <= 0 or not name.isalpha():
+            return False
+        from wordfreq import zipf_frequency
+
+        return zipf_frequency(name, "en") >= limit
 
     def keyword(self, query: str, k: int, paper_ids: set[str] | None = None) -> list[Scored]:
         self._ensure()

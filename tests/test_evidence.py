@@ -103,3 +103,14 @@ def test_a_quote_cut_at_the_token_limit_is_finished_from_the_abstract():
                                    "51.9% over the baselines.")
     other = "The detection score of the cascade improves by 51"
     assert completed(other, [p]) == other
+
+
+def test_a_link_in_a_sentence_counts_for_nothing():
+    """FB-PbRL's code link "github.com/rl-bandits-lab/FB-PbRL" is no sentence about bandits:
+    the words of a link add nothing to the lexical share."""
+    words = set(tokenize("Which papers deal with bandits?")) - {"papers", "deal"}
+    linked = "Code is available at https://github.com/rl-bandits-lab/FB-PbRL."
+    plain = "Code is available."
+    stated = "We study neural logistic bandits."
+    assert score(linked, 0.2, words, set(), set()) == score(plain, 0.2, words, set(), set())
+    assert score(stated, 0.2, words, set(), set()) > score(linked, 0.2, words, set(), set())

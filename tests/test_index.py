@@ -205,3 +205,12 @@ def test_disk_full_during_ingest_keeps_the_index_and_the_next_ingest_heals(tmp_p
     healed = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert healed.returncode == 0, healed.stderr[-3000:]
     assert "57 papers" in healed.stdout, healed.stdout  # (the mini abstracts repeat seeds)
+
+
+def test_a_name_that_is_an_everyday_word_names_its_paper_only_with_capitals(retriever):
+    """SLIM is a paper; "a slim verifier" is VIA-SD's phrase and names no paper. A rarer word
+    (PRISM) still names its paper in lower case."""
+    assert retriever.named_papers("What does the slim verifier check?") == []
+    assert retriever.named_papers("How does SLIM protect the weights?") == ["004-07"]
+    assert retriever.named_papers("Slim vs SecFid") == ["004-07", "000-07"]
+    assert retriever.named_papers("what does prism audit?") == ["003-12"]
