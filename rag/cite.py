@@ -14,7 +14,7 @@ import numpy as np
 
 from rag.chunk import sentence_spans
 from rag.evidence import Evidence, SentenceIndex
-from rag.names import invented_names
+from rag.names import flat_words, invented_names
 from rag.prompt import Passage, markers_in, strip_markers
 from rag.types import AnswerSentence, Citation, Paper
 
@@ -100,12 +100,25 @@ def attach(answer: str, passages: list[Passage], papers: dict[str, Paper],
     citations: list[Citation] = []
     sentences: list[AnswerSentence] = []
     parts: list[str] = []
+    pair = [papers[i] for i in (fixed or {}) if i in papers]
     for (raw, text), vec in zip(keep, vecs, strict=True):
         prefer = {by_number[n] for n in markers_in(raw) if n in by_number}
         sup = best_support(text, vec, pool, index, prefer)
         # a name no source abstract writes ("the KCA similarity measure") is made up
         ok = sup is not None and sup.score >= threshold and not invented_names(
             text, pool, allowed)
+        also: list[tuple[Paper, Evidence]] = []
+        said = joint_claim(text, (pair[0].label, pair[1].label)) if len(pair) == 2 else None
+        if ok and said is not None and sup is not None:
+            # "They both propose RACO [1]": a claim about both papers needs a sentence of each,
+            # and each abstract must write the names it gives them (their own labels are no
+            # longer the question's to allow: RACO is not FB-PbRL's)
+            other = next(p for p in pair if p.id != sup.paper_id)
+            second = index.best([other], text, vec)
+            own = allowed - flat_words(" ".join(p.label for p in pair))
+            ok = second is not None and second.score >= threshold and not any(
+                invented_names(said, [p], own) for p in pair)
+            also = [(other, second)] if ok and second is not None else []
         if not ok:
             if drop_unsupported:
                 continue
@@ -116,9 +129,33 @@ def attach(answer: str, passages: list[Passage], papers: dict[str, Paper],
         marker = marker_of.setdefault(sup.paper_id, max(marker_of.values(), default=0) + 1)
         paper = papers[sup.paper_id]
         citations.append(citation(marker, paper, sup))
-        sentences.append(AnswerSentence(text, (marker,), True))
-        parts.append(f"{text} [{marker}]")
+        markers = [marker]
+        for other, ev in also:
+            markers.append(marker_of.setdefault(other.id, max(marker_of.values(), default=0) + 1))
+            citations.append(citation(markers[-1], other, ev))
+        sentences.append(AnswerSentence(text, tuple(markers), True))
+        parts.append(f"{text} " + "".join(f"[{m}]" for m in markers))
     return " ".join(parts), tuple(citations), tuple(sentences)
+
+
+# a sentence about both compared papers ("Both papers ...", "They both ...", "RFM and PQL
+# are ...") that contrasts nothing: each paper must state it
+_CONTRAST = re.compile(r"\b(?:differ\w*|whereas|while|unlike|contrast|but|however|instead|"
+                       r"rather|other hand|respectively|than)\b", re.IGNORECASE)
+
+
+def joint_claim(text: str, labels: tuple[str, str]) -> str | None:
+    """What `text` says of both papers `labels` (the sentence after its subject), or None when
+    it is no such claim: its subject is "both", "they", "the two ..." or the two names joined
+    by "and", and it contrasts nothing."""
+    a, b = (re.escape(x) for x in labels)
+    subject = re.match(r"\s*(?:(?:both|the two|these two|they|each)\b|(?:the\s+)?(?:" + a + r")"
+                       r"(?:\s*\([^)]*\))?\s+and\s+(?:" + b + r")\b|(?:the\s+)?(?:" + b + r")"
+                       r"(?:\s*\([^)]*\))?\s+and\s+(?:" + a + r")\b)", text, re.IGNORECASE)
+    shared = re.search(r"\bboth\b", text, re.IGNORECASE)
+    if not (subject or shared) or _CONTRAST.search(text):
+        return None
+    return text[subject.end():] if subject else text
 
 
 def looked_here(paper: Paper, question: str, index: SentenceIndex, marker: int = 1) -> Citation:

@@ -182,4 +182,10 @@ def invented_names(text: str, sources: list[Paper], allowed: frozenset[str]) -> 
 def allowed_names(question: str, papers: dict[str, Paper]) -> frozenset[str]:
     """What an answer to `question` may name without its sources writing it: the question's
     own words (a user's "Bi-NCA", copied back) and the field-wide acronyms of `papers`."""
-    return common_names(papers) | {_flat(w) for w in re.findall(r"[\w@.+-]+", question)}
+    return common_names(papers) | flat_words(question)
+
+
+def flat_words(text: str) -> frozenset[str]:
+    """The words of `text` as the name checks compare them (lowercased, no spacing or
+    hyphenation)."""
+    return frozenset(_flat(w) for w in re.findall(r"[\w@.+-]+", text))

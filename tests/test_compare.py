@@ -99,3 +99,43 @@ def test_unknown_side_in_chat_is_a_clear_message(assistant):
     answer = events[-1].answer
     assert answer.abstained and answer.reason == "compare-unknown"
     assert "AlphaFold" in answer.text
+
+
+@pytest.mark.parametrize("text,joint", [
+    ("They both propose a reward-free alignment framework.", True),
+    ("Both papers learn from pairwise preferences.", True),
+    ("RACO and FB-PbRL are offline methods.", True),
+    ("The two papers share a goal.", True),
+    ("RACO aligns LLMs, while FB-PbRL trains control policies.", False),
+    ("They differ in what they align.", False),
+    ("FB-PbRL learns a forward-backward representation.", False),
+])
+def test_a_claim_about_both_papers_is_recognised(text, joint):
+    from rag.cite import joint_claim
+
+    assert (joint_claim(text, ("RACO", "FB-PbRL")) is not None) is joint
+
+
+def test_a_synthesis_claim_about_both_papers_needs_each_papers_sentence(assistant):
+    """"They both propose RACO" was verified against RACO's abstract alone: a claim about both
+    compared papers is supported only when each abstract has a sentence for it, and then it
+    cites both."""
+    from rag.cite import attach
+    from rag.prompt import Passage
+
+    papers = assistant.retriever.papers
+    left, right = papers["000-09"], papers["004-18"]
+    passages = [Passage(i, p.id, p.label, p.clean, ((0, len(p.clean)),))
+                for i, p in ((1, left), (2, right))]
+    fixed = {left.id: 1, right.id: 2}
+    wrong = ("They both propose a Reward-free Alignment framework for Conflicted Objectives "
+             "(RACO) that leverages pairwise preference data [1].")
+    _, _, sents = attach(wrong, passages, papers, assistant.sentences, 0.45, fixed=fixed)
+    assert not sents[0].supported
+    alone = "RACO directly leverages pairwise preference data [1]."
+    _, cites, sents = attach(alone, passages, papers, assistant.sentences, 0.45, fixed=fixed)
+    assert sents[0].supported and {c.paper_id for c in cites} == {"000-09"}
+    shared = "Both papers learn from pairwise preference data [1][2]."
+    text, cites, sents = attach(shared, passages, papers, assistant.sentences, 0.45, fixed=fixed)
+    assert sents[0].supported and sents[0].markers == (1, 2), text
+    assert {c.paper_id for c in cites} == {"000-09", "004-18"}
