@@ -250,6 +250,11 @@ class Router:
         top = q.hits[0].chunk.paper_id if q.hits else ""
         evidence = {"best": round(q.best, 3)}
         kind = finding_kind(q.search)
+        picked = ordinal_papers(q.search, prev)
+        if picked and not (set(q.named) - set(prev)) and not _NEW_TOPIC.search(q.search):
+            # "What does the second one evaluate on?" after a list: that paper, by its place
+            return Route("followup", "refers to the previous answer's papers by their place", q,
+                         context=tuple(picked), evidence=evidence)
         if prev and not (set(q.named) - set(prev)) and kind is None and \
                 not _NEW_TOPIC.search(q.search):  # "Different question: ...": the user says so
             prev_sim = self._similarity(q, prev)
@@ -340,6 +345,10 @@ class Router:
         always one; "A vs B", "how does A differ from B" and "difference between A and B"
         need at least one side to name a paper, and "A vs B" inside a paper-finding
         question ("which papers study exploration vs exploitation?") is not one."""
+        prev = [p for p in (history[-1].paper_ids if history else ()) if p in self.retriever.papers]
+        picked = ordinal_papers(q.search, prev)
+        if len(picked) == 2 and (_COMPARATIVE.search(q.search) or _COMPARE_THEM.search(q.search)):
+            return cmp.Request(picked[0], picked[1])  # "compare the first and the last"
         for text in dict.fromkeys((q.text, q.search)):
             tail = re.match(r"^\s*(?:and|so|but|what about)?\s*(?:vs\.?|versus|compared (?:to|with))"
                             r"\s+([^,;:]+?)[?.!]*$", text, re.IGNORECASE)
@@ -364,7 +373,6 @@ class Router:
                 return request  # "PaperGuard vs Llama Guard": the other side is not in the corpus
         if len(q.named) >= 2 and _COMPARATIVE.search(q.search) and finding_kind(q.search) is None:
             return cmp.Request(q.named[0], q.named[1])  # "which is faster, A or B?"
-        prev = [p for p in (history[-1].paper_ids if history else ()) if p in self.retriever.papers]
         if len(prev) == 2 and not set(q.named) - set(prev) and (_WHICH_OF_TWO.search(q.search) or (
                 _BOTH.search(q.search) and (_COMPARATIVE.search(q.search) or
                                             _COMPARE_THEM.search(q.search)))):
@@ -391,6 +399,37 @@ class Router:
         found = cmp.resolve_side(cmp.Parts(self.retriever, self.sentences,
                                            self.settings.offtopic_threshold + 0.1), side, history)
         return found.paper.id if found.status == "resolved" and found.paper else ""
+
+
+_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3,
+             "4th": 3, "fifth": 4, "5th": 4, "sixth": 5, "6th": 5, "seventh": 6, "7th": 6,
+             "last": -1}
+# "the second one", "the third paper", "the first and the last", "the first two": a place in
+# the previous answer's list (not "the first to ...", "the first large-scale study")
+_ORDINAL = re.compile(r"\b(?:the\s+|(?<=\band\s)(?:the\s+)?|(?<=\bor\s)(?:the\s+)?)(" +
+                      "|".join(_ORDINALS) + r")(?:\s+(two|three|2|3))?"
+                      r"(?=\s+(?:ones?|papers?|works?|stud(?:y|ies)|methods?|approach(?:es)?|"
+                      r"articles?|entr(?:y|ies)|items?)\b|\s*(?:[,.?!;:]|$)|\s+(?:and|or|vs\.?|versus|"
+                      r"with|compare|differ)\b)", re.IGNORECASE)
+
+
+def ordinal_papers(text: str, prev: Sequence[str]) -> list[str]:
+    """The papers of the previous answer (`prev`, in its order) that `text` points to by their
+    place: "the second one", "the first and the last", "the first two"; none for fewer than
+    two papers."""
+    if len(prev) < 2:
+        return []
+    out: list[str] = []
+    for m in _ORDINAL.finditer(text):
+        word, count = m.group(1).lower(), (m.group(2) or "").lower()
+        i = _ORDINALS[word]
+        if count:
+            n = 2 if count in ("two", "2") else 3
+            ids = list(prev[:n]) if i == 0 else list(prev[-n:]) if i == -1 else []
+        else:
+            ids = [prev[i]] if -len(prev) <= i < len(prev) else []
+        out += [p for p in ids if p not in out]
+    return out
 
 
 def _shared_word_only(token: str, name: str) -> bool:

@@ -100,6 +100,19 @@ def test_how_do_they_differ_after_two_papers_compares_them(assistant):
             assert cell.citation is None or cell.citation.paper_id == side.paper.id
 
 
+def test_the_second_one_after_a_list_is_that_paper(assistant):
+    """"What timestep sampling does the second one use?" after a list of three papers is
+    about the second paper alone (it was a follow-up over all three)."""
+    history = [Turn("Which papers train flow-matching or diffusion policies?",
+                    "RFM trains flow policies online [1]; PQL regularizes a flow-matching policy "
+                    "offline [2]; OGPO fine-tunes generative control policies [3].",
+                    ("000-04", "004-02", "003-19"))]
+    _, _, a = run(assistant, "What timestep sampling does the second one use?", history)
+    assert not a.abstained, a.text
+    assert "Beta" in a.text, a.text
+    assert {c.paper_id for c in a.citations if c.supported} == {"004-02"}
+
+
 def test_a_follow_up_asking_which_technique_is_answered_not_declined(assistant):
     """"Which technique" names no detail to look for: the abstract says "a noise-injection
     strategy", never "technique", and was declined as not stated before."""

@@ -67,9 +67,16 @@ def _case(row: dict) -> object:
 @pytest.mark.model
 @pytest.mark.parametrize("row", [_case(r) for r in TABLE])
 def test_intent_table(assistant, row):
+    """Each row's intent; a follow-up's papers ("context") and a comparison's sides ("sides")
+    where the row gives them."""
     route = assistant.router.route(row["question"], _history(row))
     assert route.intent == row["intent"], (route.reason, route.evidence, route.query.search)
     assert route.reason  # always a reason a user can read
+    if "context" in row:  # the follow-up's papers
+        assert route.context == tuple(row["context"])
+    if "sides" in row:  # the comparison's papers
+        assert route.request is not None
+        assert (route.request.left, route.request.right) == tuple(row["sides"])
 
 
 # differential privacy in plain words (also a row of the intents table)
@@ -792,3 +799,22 @@ def test_a_bare_word_for_a_means_asks_how_not_for_a_named_detail():
     assert asks_detail("What timestep sampling strategy does PQL use?") == \
         "timestep sampling strategy"
     assert asks_detail("Which stabilization tricks does OGPO introduce?") == "stabilization tricks"
+
+
+@pytest.mark.parametrize("text,papers", [
+    ("What does the second one use?", ["b"]),
+    ("Tell me about the last paper.", ["c"]),
+    ("Compare the first and the third.", ["a", "c"]),
+    ("How do the first and second compare?", ["a", "b"]),
+    ("compare the first two", ["a", "b"]),
+    ("and the last two?", ["b", "c"]),
+    ("What about the fifth one?", []),  # no fifth paper
+    ("Which paper was the first to prove it?", []),
+    ("Is this the first large-scale study?", []),
+    ("What is the first step?", []),
+])
+def test_a_place_in_the_previous_list_names_its_paper(text, papers):
+    from rag.route import ordinal_papers
+
+    assert ordinal_papers(text, ["a", "b", "c"]) == papers
+    assert ordinal_papers(text, ["a"]) == []  # one paper is no list
