@@ -256,6 +256,19 @@ def test_coined_names_do_not_sway_language_identification(question, lang):
     assert language.detect(question) == lang
 
 
+@pytest.mark.parametrize("question,lang", [
+    ("tell me more", "en"),  # lingua: Italian
+    ("Tell me more.", "en"),
+    ("Welche Datensätze nutzt SplAttN?", "de"),
+    ("¿Qué artículos proponen benchmarks para agentes?", "es"),
+    ("Merci beaucoup", "fr"),
+])
+def test_a_short_text_of_common_english_words_is_english(question, lang):
+    """lingua reads a few short English phrases as another language; word frequencies in both
+    languages (wordfreq) give a second opinion."""
+    assert language.detect(question) == lang
+
+
 _RSS_PROBE = textwrap.dedent("""
     import re, sys
     from rag import language
