@@ -286,6 +286,11 @@ class Assistant:
                                citations=(), hits=(), abstained=True, reason="empty-index",
                                notice=q.notice))
             return
+        if route.reason == "small-talk":
+            yield Final(Answer(question=q.text, text=self._small_talk(q.search), citations=(),
+                               hits=(), abstained=False, reason="small-talk", notice=q.notice,
+                               seconds=time.perf_counter() - t0))
+            return
         papers = _distinct_papers(list(q.hits), self.retriever.papers)
         yield Sources(q.hits, tuple(papers))
         key = messages.OFF_TOPIC_NAMES if route.missing else messages.OFF_TOPIC
@@ -296,6 +301,19 @@ class Assistant:
             citations=(), hits=q.hits, abstained=True, reason="off-topic",
             closest=tuple(p.id for p in papers[:3]), notice=q.notice,
             seconds=time.perf_counter() - t0))
+
+    def _small_talk(self, text: str) -> str:
+        """The reply to a greeting, thanks or a request for help: what the assistant does."""
+        n = len(self.retriever.papers)
+        if re.search(r"\b(?:thank|thanks|thx|ty|cheers|great|cool|nice|perfect|awesome|ok|okay|"
+                     r"got it)\b", text, re.IGNORECASE):
+            return "You're welcome. Ask another question about the papers whenever you like."
+        if re.search(r"\b(?:bye|goodbye|see you)\b", text, re.IGNORECASE):
+            return "Goodbye."
+        return (f"Hello! I answer questions about the {n} ICML 2026 abstracts in this "
+                "collection, and every claim cites the abstract sentence it comes from. Try "
+                "“Which papers use flow policies for RL?”, “What speedup does SVOO report?” or "
+                "“Compare SSL4RL and TaRO”.")
 
     def _find(self, route: Route, t0: float) -> Iterator[Event]:
         """Answer 'which paper(s) ...?' from the index: the papers and their matching

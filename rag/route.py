@@ -242,6 +242,9 @@ class Router:
             return Route("decline", "empty", q)
         if not self.retriever.papers:
             return Route("decline", "empty-index", q)
+        if _SMALL_TALK.match(q.search) or _SMALL_TALK.match(q.text):
+            # "thanks!" after an answer is no follow-up question, "hi" no off-topic one
+            return Route("decline", "small-talk", q)
         request = self._comparison(q, history)
         if request is not None:
             return Route("compare", "asks to compare two papers", q, request=request)
@@ -490,6 +493,12 @@ _NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"(?:question|topic|subject)|switching\s+(?:topics?|gears|subjects?)|"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
+# a greeting, thanks or a request for help, and nothing else
+_SMALL_TALK = re.compile(
+    r"^\s*(?:(?:hi|hello|hey|hiya|howdy|good\s+(?:morning|afternoon|evening)|thanks?|thank\s+you|"
+    r"thanks\s+a\s+lot|(?:so|very)\s+much|many\s+thanks|thx|ty|cheers|great|cool|nice|perfect|"
+    r"awesome|ok(?:ay)?|got\s+it|bye|goodbye|see\s+you|help|what\s+can\s+you\s+do|who\s+are\s+you|"
+    r"how\s+does\s+this\s+work|there|again|you|all)\b[\s,.!?:;)(-]*)+$", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 
 

@@ -113,6 +113,19 @@ def test_the_second_one_after_a_list_is_that_paper(assistant):
     assert {c.paper_id for c in a.citations if c.supported} == {"004-02"}
 
 
+def test_thanks_and_greetings_get_a_reply_not_an_answer_about_the_papers(assistant):
+    """"thanks!" after an answer was a follow-up about that paper, "hi" an off-topic decline."""
+    history = [Turn("What is SVOO?", "SVOO is a training-free sparse attention method [1].",
+                    ("003-03",))]
+    _, _, a = run(assistant, "Thanks a lot!", history)
+    assert a.reason == "small-talk" and not a.abstained and not a.citations
+    assert "welcome" in a.text
+    _, _, a = run(assistant, "Hi there, what can you do?")
+    assert a.reason == "small-talk" and f"{len(assistant.retriever.papers)} ICML 2026" in a.text
+    _, _, a = run(assistant, "Thanks, and what speedup does SVOO report?", history)
+    assert a.reason != "small-talk" and "003-03" in {c.paper_id for c in a.citations}
+
+
 def test_a_follow_up_asking_which_technique_is_answered_not_declined(assistant):
     """"Which technique" names no detail to look for: the abstract says "a noise-injection
     strategy", never "technique", and was declined as not stated before."""
