@@ -187,6 +187,8 @@ class Assistant:
             events = self._compare(q.text, route.request, history, stop, t0, q.notice)
         elif route.intent == "find":
             events = self._find(route, t0)
+        elif route.intent == "about":
+            events = self._about(route, t0)
         else:
             events = self._answer(route, stop, t0)
         if q.language != "en" and route.reason != "empty":
@@ -286,11 +288,6 @@ class Assistant:
                                citations=(), hits=(), abstained=True, reason="empty-index",
                                notice=q.notice))
             return
-        if route.reason == "small-talk":
-            yield Final(Answer(question=q.text, text=self._small_talk(q.search), citations=(),
-                               hits=(), abstained=False, reason="small-talk", notice=q.notice,
-                               seconds=time.perf_counter() - t0))
-            return
         papers = _distinct_papers(list(q.hits), self.retriever.papers)
         yield Sources(q.hits, tuple(papers))
         key = messages.OFF_TOPIC_NAMES if route.missing else messages.OFF_TOPIC
@@ -301,6 +298,39 @@ class Assistant:
             citations=(), hits=q.hits, abstained=True, reason="off-topic",
             closest=tuple(p.id for p in papers[:3]), notice=q.notice,
             seconds=time.perf_counter() - t0))
+
+    def _about(self, route: Route, t0: float) -> Iterator[Event]:
+        """Questions about the assistant or the collection, answered without the model."""
+        q = route.query
+        small = route.reason == "small talk"
+        text = self._small_talk(q.search) if small else self._collection()
+        yield Final(Answer(question=q.text, text=text, citations=(), hits=(), abstained=False,
+                           reason="small-talk" if small else "collection", notice=q.notice,
+                           seconds=time.perf_counter() - t0))
+
+    def _collection(self) -> str:
+        """How many abstracts, from how many files, and the map's topic groups."""
+        from rag.atlas import load_atlas
+
+        papers = self.retriever.papers
+        files = len({p.source for p in papers.values()})
+        text = (f"The collection holds {len(papers)} ICML 2026 abstracts from {files} "
+                f"file{'s' if files != 1 else ''}.")
+        atlas = load_atlas(self.settings)
+        if atlas is not None and atlas.clusters:
+            groups = []
+            for c in atlas.clusters:
+                ids = sorted(p.paper_id for p in atlas.points if p.cluster == c.id
+                             and p.paper_id in papers)
+                named = [papers[i].label for i in ids if len(papers[i].label.split()) == 1]
+                if ids:  # the papers with a name of their own (a phrase label reads badly here)
+                    shown = ", ".join(named[:6]) or f"{len(ids)} papers"
+                    more = f" and {len(ids) - len(named[:6])} more" if named and \
+                        len(ids) > len(named[:6]) else ""
+                    groups.append(f"- {', '.join(c.words[:4])} ({len(ids)}): {shown}{more}")
+            if groups:
+                text += " By their words they fall into these groups:\n" + "\n".join(groups)
+        return text + "\nThe Papers tab lists them all, and the Map tab shows them by topic."
 
     def _small_talk(self, text: str) -> str:
         """The reply to a greeting, thanks or a request for help: what the assistant does."""

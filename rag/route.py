@@ -11,6 +11,8 @@ corrected against the corpus vocabulary when it is), one embedding, the papers i
 - decline: no named paper, no follow-up, and nothing in the index is close, neither to the
   question nor to the search terms the generator writes for it (rag/rewrite.py);
 - find: "which paper(s) ...", "is there work on ...", "what work is there on X here?";
+- about: a greeting, thanks or "what can you do?", and the collection itself ("How many
+  papers are in the collection?", "What topics does it cover?"): answered without the model;
 - ask: everything else.
 
 Every threshold lives in `RouteSettings` (config), fitted on the eval's dev split.
@@ -36,7 +38,7 @@ from rag.types import Hit, Turn
 
 log = logging.getLogger(__name__)
 
-Intent = Literal["ask", "find", "compare", "followup", "decline"]
+Intent = Literal["ask", "find", "compare", "followup", "decline", "about"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
@@ -54,7 +56,9 @@ _FINDING = re.compile(
     r"\s+(?:on|about|that|which|using|in)\b|"
     # a bare noun phrase: "papers on defending against backdoors?", "research about X"
     r"^(?:(?:and|also|more|other)\s+)?(?P<n11>papers?|articles?|works?|research|stud(?:y|ies))"
-    r"\s+(?:on|about|that|which|using|in|for|addressing|tackling|studying|proposing)\b",
+    r"\s+(?:on|about|that|which|using|in|for|addressing|tackling|studying|proposing)\b|"
+    # "how many papers use RL?": the list answers it (the collection's size is _COLLECTION's)
+    r"\bhow many (?P<n12>papers|works|studies|articles)\b",
     re.IGNORECASE)
 
 
@@ -244,7 +248,9 @@ class Router:
             return Route("decline", "empty-index", q)
         if _SMALL_TALK.match(q.search) or _SMALL_TALK.match(q.text):
             # "thanks!" after an answer is no follow-up question, "hi" no off-topic one
-            return Route("decline", "small-talk", q)
+            return Route("about", "small talk", q)
+        if _COLLECTION.search(q.search):  # "How many papers are there?": the index answers
+            return Route("about", "asks about the collection itself", q)
         request = self._comparison(q, history)
         if request is not None:
             return Route("compare", "asks to compare two papers", q, request=request)
@@ -493,12 +499,23 @@ _NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"(?:question|topic|subject)|switching\s+(?:topics?|gears|subjects?)|"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
-# a greeting, thanks or a request for help, and nothing else
+# a greeting, thanks or a request for help, and nothing else (filler words around one)
+_GREETING = (r"hi|hello|hey|hiya|howdy|good\s+(?:morning|afternoon|evening)|thanks?|thank\s+you|"
+             r"many\s+thanks|thx|ty|cheers|great|cool|nice|perfect|awesome|ok(?:ay)?|got\s+it|bye|"
+             r"goodbye|see\s+you|help|what\s+can\s+you\s+do|who\s+are\s+you|how\s+does\s+this\s+work")
 _SMALL_TALK = re.compile(
-    r"^\s*(?:(?:hi|hello|hey|hiya|howdy|good\s+(?:morning|afternoon|evening)|thanks?|thank\s+you|"
-    r"thanks\s+a\s+lot|(?:so|very)\s+much|many\s+thanks|thx|ty|cheers|great|cool|nice|perfect|"
-    r"awesome|ok(?:ay)?|got\s+it|bye|goodbye|see\s+you|help|what\s+can\s+you\s+do|who\s+are\s+you|"
-    r"how\s+does\s+this\s+work|there|again|you|all)\b[\s,.!?:;)(-]*)+$", re.IGNORECASE)
+    r"^(?=.*\b(?:" + _GREETING + r")\b)\s*(?:(?:" + _GREETING + r"|a\s+lot|so|much|there|again|you|"
+    r"all|that|this|it|was|is|helps?|helped|helpful|very|really|indeed|appreciated)\b"
+    r"[\s,.!?:;)(-]*)+$", re.IGNORECASE)
+# the collection as a whole: its size, its topics ("1 1 1 [1]" was the model's answer to "How
+# many papers are in the collection?"); "how many papers use RL?" is a list question instead
+_COLLECTION = re.compile(
+    r"^\W*(?:so\W+|and\W+|ok\W+)?how many (?:papers|abstracts|articles|works|documents|entries)"
+    r"(?:\W+(?:are|is|there|in|the|this|collection|corpus|here|do|does|you|have|has|index|indexed|"
+    r"total|altogether|included|contains?|it|holds?|we|of|overall|currently|loaded|available))*\W*$|"
+    r"\bwhat (?:topics|areas|subjects|fields|themes|research areas)\b.*\b(?:cover\w*|collection|"
+    r"corpus|included|span)\b|\b(?:overview|summary) of (?:the|this) (?:collection|corpus)\b|"
+    r"\bwhat(?:'s| is) in (?:the|this) (?:collection|corpus)\b", re.IGNORECASE)
 _DESCRIBES_PAPER = re.compile(r"\b(?:paper|work|method|approach|framework|study|one)\b", re.IGNORECASE)
 
 

@@ -89,7 +89,7 @@ class Answer:
     prompt_tokens: int = 0
     generated_tokens: int = 0
     comparison: Comparison | None = None  # set when the question was a comparison request
-    intent: str = ""  # the router's intent: ask, find, compare, followup, decline
+    intent: str = ""  # the router's intent: ask, find, compare, followup, decline, about
     language: str = "en"  # ISO 639-1 code of the question, and of the answer text
     message: str = ""  # a fixed message's key (rag/messages.py), written per language, not translated
     fields: tuple[tuple[str, str], ...] = ()  # that message's fields: name, id, names

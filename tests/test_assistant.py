@@ -113,8 +113,9 @@ def test_the_second_one_after_a_list_is_that_paper(assistant):
     assert {c.paper_id for c in a.citations if c.supported} == {"004-02"}
 
 
-def test_thanks_and_greetings_get_a_reply_not_an_answer_about_the_papers(assistant):
-    """"thanks!" after an answer was a follow-up about that paper, "hi" an off-topic decline."""
+def test_thanks_greetings_and_the_collection_s_size_are_answered_without_the_papers(assistant):
+    """"thanks!" after an answer was a follow-up about that paper, "hi" an off-topic decline,
+    and "How many papers are in the collection?" got "1 1 1 [1]" from the model."""
     history = [Turn("What is SVOO?", "SVOO is a training-free sparse attention method [1].",
                     ("003-03",))]
     _, _, a = run(assistant, "Thanks a lot!", history)
@@ -122,6 +123,9 @@ def test_thanks_and_greetings_get_a_reply_not_an_answer_about_the_papers(assista
     assert "welcome" in a.text
     _, _, a = run(assistant, "Hi there, what can you do?")
     assert a.reason == "small-talk" and f"{len(assistant.retriever.papers)} ICML 2026" in a.text
+    _, _, a = run(assistant, "How many papers are in the collection?")
+    n = len(assistant.retriever.papers)
+    assert a.reason == "collection" and a.intent == "about" and f"{n} ICML 2026 abstracts" in a.text
     _, _, a = run(assistant, "Thanks, and what speedup does SVOO report?", history)
     assert a.reason != "small-talk" and "003-03" in {c.paper_id for c in a.citations}
 
