@@ -152,7 +152,11 @@ def joint_claim(text: str, labels: tuple[str, str]) -> str | None:
     subject = re.match(r"\s*(?:(?:both|the two|these two|they|each)\b|(?:the\s+)?(?:" + a + r")"
                        r"(?:\s*\([^)]*\))?\s+and\s+(?:" + b + r")\b|(?:the\s+)?(?:" + b + r")"
                        r"(?:\s*\([^)]*\))?\s+and\s+(?:" + a + r")\b)", text, re.IGNORECASE)
-    shared = re.search(r"\bboth\b", text, re.IGNORECASE)
+    # "both" of the papers, not of two things one paper does ("on both vision-centric and
+    # vision-language benchmarks")
+    shared = re.search(r"\bboth\s+(?:papers|works|studies|methods|approaches|frameworks|models|"
+                       r"pipelines|systems|techniques|algorithms|of them)\b|\b(?:they|which|that|"
+                       r"are|do|can|were)\s+both\b", text, re.IGNORECASE)
     if not (subject or shared) or _CONTRAST.search(text):
         return None
     return text[subject.end():] if subject else text

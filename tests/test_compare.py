@@ -109,6 +109,8 @@ def test_unknown_side_in_chat_is_a_clear_message(assistant):
     ("RACO aligns LLMs, while FB-PbRL trains control policies.", False),
     ("They differ in what they align.", False),
     ("FB-PbRL learns a forward-backward representation.", False),
+    ("RACO improves results on both summarization and safety benchmarks.", False),
+    ("RACO and FB-PbRL both learn from preferences.", True),
 ])
 def test_a_claim_about_both_papers_is_recognised(text, joint):
     from rag.cite import joint_claim
