@@ -56,23 +56,6 @@ def test_an_empty_question_is_told_what_to_type(page: Any) -> None:
     assert page.locator("#send").is_enabled()
 
 
-def test_a_greeting_and_the_collection_s_size_get_plain_replies(page: Any) -> None:
-    """"Hello!" and "How many papers are in the collection?" are answered without the model
-    and without citations, as plain bubbles (not declines)."""
-    bots = "#chat .message.bot, #chat [data-testid='bot']"
-    for question, expected in (("Hello!", "every claim cites"),
-                               ("How many papers are in the collection?", "57 ICML 2026 abstracts")):
-        ask(page, question)
-        page.wait_for_function(
-            "([sel, text]) => { const b = document.querySelectorAll(sel);"
-            " return b.length && b[b.length - 1].innerText.includes(text); }",
-            arg=[bots, expected], timeout=ANSWER_MS)
-        wait_done(page)
-        bubble = page.locator(bots).last
-        assert expected in bubble.inner_text(), bubble.inner_text()
-        assert bubble.locator(".abstained").count() == 0 and bubble.locator("a.cite").count() == 0
-
-
 def test_lookup_answer_cites_ssl4rl_and_exports(page: Any, tmp_path: Any) -> None:
     ask(page, LOOKUP)
     page.wait_for_selector("#sources .retrieved", timeout=30_000)
@@ -127,6 +110,24 @@ def test_chat_comparison_table_has_both_papers(page: Any) -> None:
             "els => els.map(e => e.getAttribute('href'))"):
         assert page.locator(f"#sources {href}").count() == 1
     shot(page, "real-3-comparison.png")
+
+
+def test_a_greeting_and_the_collection_s_size_get_plain_replies(page: Any) -> None:
+    """"Hello!" and "How many papers are in the collection?" are answered without the model
+    and without citations, as plain bubbles (not declines). (After the lookup test, which
+    checks that no finished status is showing when its sources arrive.)"""
+    bots = "#chat .message.bot, #chat [data-testid='bot']"
+    for question, expected in (("Hello!", "every claim cites"),
+                               ("How many papers are in the collection?", "57 ICML 2026 abstracts")):
+        ask(page, question)
+        page.wait_for_function(
+            "([sel, text]) => { const b = document.querySelectorAll(sel);"
+            " return b.length && b[b.length - 1].innerText.includes(text); }",
+            arg=[bots, expected], timeout=ANSWER_MS)
+        wait_done(page)
+        bubble = page.locator(bots).last
+        assert expected in bubble.inner_text(), bubble.inner_text()
+        assert bubble.locator(".abstained").count() == 0 and bubble.locator("a.cite").count() == 0
 
 
 # Delays the responses of the page's direct (queue=False) calls, such as Stop's, while

@@ -264,8 +264,8 @@ def test_coined_names_do_not_sway_language_identification(question, lang):
     ("Merci beaucoup", "fr"),
 ])
 def test_a_short_text_of_common_english_words_is_english(question, lang):
-    """lingua reads a few short English phrases as another language; word frequencies in both
-    languages (wordfreq) give a second opinion."""
+    """lingua reads a few short English phrases as another language; a few words that are
+    all everyday English (wordfreq) are English."""
     assert language.detect(question) == lang
 
 

@@ -12,7 +12,8 @@ from rag import compare as cmp
 from rag.acronyms import expansion
 from rag.corpus import load_corpus
 from rag.guard import asked, missing_detail
-from rag.route import _CONTROL, clean_question, finding_kind
+from rag.phrases import CONTROL as _CONTROL
+from rag.route import clean_question, finding_kind
 
 PAPERS = list(load_corpus(Path(__file__).resolve().parent.parent / "seeds").by_id().values())
 WORDS = st.sampled_from(["compare", "vs", "versus", "which", "papers", "paper", "is", "there",
