@@ -28,6 +28,7 @@ from rag.evidence import SentenceIndex
 from rag.finish import Case, Finisher
 from rag.generate import GenerationStats, Generator
 from rag.gloss import gloss
+from rag.phrases import asks_for_more, more_about
 from rag.prompt import (
     COMPARE_SYSTEM,
     SYSTEM,
@@ -372,8 +373,11 @@ class Assistant:
     def _answer(self, route: Route, stop: threading.Event | None, t0: float) -> Iterator[Event]:
         q, papers, a = route.query, self.retriever.papers, self.settings.answer
         hits, context, named = self._hits(route), route.context, list(route.query.named)
-        q_model = resolve_reference(q.search, [papers[p] for p in context]) if context \
-            else q.search
+        if context and asks_for_more(q.search):  # "tell me more": what it proposes and shows
+            q_model = more_about([papers[p].label for p in context if p in papers])
+        else:
+            q_model = resolve_reference(q.search, [papers[p] for p in context]) if context \
+                else q.search
         qvec = q.vector if q_model == q.search else self.embedder.embed_one(q_model)
 
         def rank(paper: Paper) -> list[tuple[int, int]]:

@@ -194,3 +194,25 @@ def namelike(tok: str) -> bool:
     inner = tok[1:]
     return (any(c.isupper() for c in inner) or any(c.isdigit() for c in tok) or "@" in tok) \
         and not tok.replace(".", "").isdigit()
+
+
+# "tell me more", "can you elaborate?", "go on": a request for more with no topic of its own
+_MORE = frozenset("""elaborate explain further go details detail please else anything continue
+expand info information keep""".split())
+
+
+def asks_for_more(text: str) -> bool:
+    """Whether `text` asks for more about the previous answer's papers and names nothing to
+    look for: its content words (stop words out) are only words of asking for more."""
+    from rag.retrieve import content_words
+
+    return set(content_words(text)) <= _MORE and bool(re.search(r"[A-Za-z]", text))
+
+
+def more_about(labels: Sequence[str]) -> str:
+    """The question the model is asked for "tell me more" about papers `labels`."""
+    names = " and ".join(labels)
+    return (f"What problem does {names} address, what does it propose, and what does it show?"
+            if len(labels) == 1 else
+            f"What problem does each of {names} address, what does each propose, and what does "
+            f"each show?")

@@ -130,6 +130,18 @@ def test_thanks_greetings_and_the_collection_s_size_are_answered_without_the_pap
     assert a.reason != "small-talk" and "003-03" in {c.paper_id for c in a.citations}
 
 
+def test_tell_me_more_after_an_answer_says_more_about_that_paper(assistant):
+    """"Tell me more" / "Can you elaborate?" name nothing to look for: the model was asked the
+    bare request and said "not stated". It is asked what the paper addresses, proposes and
+    shows."""
+    history = [Turn("What timestep sampling does PQL use?",
+                    "PQL uses a Beta-distributed timestep sampling strategy. [1]", ("004-02",))]
+    _, _, a = run(assistant, "Can you elaborate?", history)
+    assert not a.abstained, a.text
+    assert {c.paper_id for c in a.citations if c.supported} == {"004-02"}
+    assert len([s for s in a.sentences if s.supported]) >= 2, a.text
+
+
 def test_a_follow_up_asking_which_technique_is_answered_not_declined(assistant):
     """"Which technique" names no detail to look for: the abstract says "a noise-injection
     strategy", never "technique", and was declined as not stated before."""

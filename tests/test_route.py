@@ -831,3 +831,14 @@ def test_a_place_in_the_previous_list_names_its_paper(text, papers):
 
     assert ordinal_papers(text, ["a", "b", "c"]) == papers
     assert ordinal_papers(text, ["a"]) == []  # one paper is no list
+
+
+@pytest.mark.parametrize("text,more", [
+    ("tell me more", True), ("Can you elaborate?", True), ("go on", True),
+    ("More details, please.", True), ("What are its limitations?", False),
+    ("Tell me more about the benchmarks", False), ("Summarize it in one sentence.", False),
+])
+def test_a_request_for_more_is_told_from_one_that_names_a_topic(text, more):
+    from rag.phrases import asks_for_more
+
+    assert asks_for_more(text) is more
