@@ -44,8 +44,16 @@ Abbreviations = Mapping[str, tuple[frozenset[str], ...]]
 _DEFINES = re.compile(r"\(\s*([A-Za-z][\w-]*[A-Z][\w-]*)\s*[),;]")
 
 # a link's words are no content: "rl-bandits-lab" in FB-PbRL's code link is not a word about
-# bandits, "models hosted on https://huggingface.co/..." names no model
+# bandits, "models hosted on https://huggingface.co/..." names no model. What a link is, is:
+# one to a code host reads as "code repository link" ("Where is the code for SSL4RL?" is
+# answered by "Our implementation is open-sourced at https://github.com/..."), any other as "link"
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
+CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
+
+
+def _link_words(m: re.Match[str]) -> str:
+    return " code repository link " if any(h in m.group(0).lower() for h in CODE_HOSTS) \
+        else " link "
 
 _NAMEISH = re.compile(r"\b[A-Za-z]*[A-Z][A-Za-z]*[A-Z0-9][\w@-]*\b|\b\w+-\w+\b")
 
@@ -163,8 +171,8 @@ def score(sentence: str, similarity: float, words: set[str], text_names: set[str
     """The shared formula (see the module docstring); `words` are the text's content words.
     With `abbr`, a text word is also found when it is an abbreviation whose long form the
     sentence writes out, or a word of the long form of an abbreviation the sentence uses.
-    A link in the sentence counts for nothing (_URL)."""
-    sentence = _URL.sub(" ", sentence)
+    A link in the sentence counts only as what it is (_link_words)."""
+    sentence = _URL.sub(_link_words, sentence)
     said = set(tokenize(sentence))
     copied = bool(text_runs) and not text_runs.isdisjoint(runs(sentence))
     if abbr:

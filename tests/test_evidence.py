@@ -105,12 +105,17 @@ def test_a_quote_cut_at_the_token_limit_is_finished_from_the_abstract():
     assert completed(other, [p]) == other
 
 
-def test_a_link_in_a_sentence_counts_for_nothing():
+def test_a_link_counts_only_as_what_it_is():
     """FB-PbRL's code link "github.com/rl-bandits-lab/FB-PbRL" is no sentence about bandits:
-    the words of a link add nothing to the lexical share."""
+    the words of a link add nothing to the lexical share; it reads as "code repository link"."""
     words = set(tokenize("Which papers deal with bandits?")) - {"papers", "deal"}
     linked = "Code is available at https://github.com/rl-bandits-lab/FB-PbRL."
     plain = "Code is available."
     stated = "We study neural logistic bandits."
     assert score(linked, 0.2, words, set(), set()) == score(plain, 0.2, words, set(), set())
     assert score(stated, 0.2, words, set(), set()) > score(linked, 0.2, words, set(), set())
+    # ... but a link to a code host is what a question about the code asks for
+    code = set(tokenize("Where is the code?"))
+    hosted = "Our implementation is open-sourced at https://github.com/PKU-ML/SSL4RL."
+    assert score(hosted, 0.2, code, set(), set()) > score("Our implementation is open-sourced.",
+                                                          0.2, code, set(), set())

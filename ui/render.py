@@ -12,12 +12,12 @@ import html
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from rag.evidence import CODE_HOSTS
 from rag.types import Answer, Citation, Comparison, Hit, Paper
 
 _MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$")
-_CODE_HOSTS = ("github.com", "gitlab.com", "bitbucket.org", "codeberg.org")
 
 STAGES = {"searching": "Searching the abstracts", "writing": "Writing the answer",
           "loading": "Loading the model", "comparing": "Comparing", "stopping": "Stopping"}
@@ -265,7 +265,7 @@ def links_html(links: Sequence[str]) -> str:
     for url in links:
         if not _SAFE_URL.match(url):
             continue
-        kind = "code" if any(h in url for h in _CODE_HOSTS) else "link"
+        kind = "code" if any(h in url for h in CODE_HOSTS) else "link"
         items.append(f'<a class="ext {kind}" href="{esc(url)}" target="_blank" '
                      f'rel="noopener noreferrer">{kind}: {esc(url)}</a>')
     return " ".join(items)
