@@ -27,7 +27,11 @@ FINDING = re.compile(
     r"^(?:(?:and|also|more|other)\s+)?(?P<n11>papers?|articles?|works?|research|stud(?:y|ies))"
     r"\s+(?:on|about|that|which|using|in|for|addressing|tackling|studying|proposing)\b|"
     # "how many papers use RL?": the list answers it (the collection's size is COLLECTION's)
-    r"\bhow many (?P<n12>papers|works|studies|articles)\b",
+    # (not "how many papers are in PaperGuard's dataset?": a number asked of one paper)
+    r"\bhow many (?P<n12>papers|works|studies|articles)\s+(?:(?:here|there|in (?:this|the) "
+    r"collection)\s+)?(?:(?:are|is)\s+(?:there\s+)?(?:on|about)\b|use|propose|stud(?:y|ies)|"
+    r"address|tackle|apply|deal|focus|work|evaluate|discuss|investigate|explore|train|employ|"
+    r"rely|build|consider|mention)",
     re.IGNORECASE)
 
 
