@@ -28,7 +28,7 @@ from rag.evidence import SentenceIndex
 from rag.finish import Case, Finisher
 from rag.generate import GenerationStats, Generator
 from rag.gloss import gloss
-from rag.phrases import asks_for_more, more_about
+from rag.phrases import FAREWELL, THANKS, asks_for_more, more_about
 from rag.prompt import (
     COMPARE_SYSTEM,
     SYSTEM,
@@ -334,17 +334,20 @@ class Assistant:
         return text + "\nThe Papers tab lists them all, and the Map tab shows them by topic."
 
     def _small_talk(self, text: str) -> str:
-        """The reply to a greeting, thanks or a request for help: what the assistant does."""
-        n = len(self.retriever.papers)
-        if re.search(r"\b(?:thank|thanks|thx|ty|cheers|great|cool|nice|perfect|awesome|ok|okay|"
-                     r"got it)\b", text, re.IGNORECASE):
+        """The reply to a greeting, thanks or a request for help: what the assistant does, with
+        example questions about papers the collection has."""
+        if re.search(r"\b(?:" + THANKS + r")\b", text, re.IGNORECASE):
             return "You're welcome. Ask another question about the papers whenever you like."
-        if re.search(r"\b(?:bye|goodbye|see you)\b", text, re.IGNORECASE):
+        if re.search(r"\b(?:" + FAREWELL + r")\b", text, re.IGNORECASE):
             return "Goodbye."
-        return (f"Hello! I answer questions about the {n} ICML 2026 abstracts in this "
-                "collection, and every claim cites the abstract sentence it comes from. Try "
-                "“Which papers use flow policies for RL?”, “What speedup does SVOO report?” or "
-                "“Compare SSL4RL and TaRO”.")
+        papers = self.retriever.papers
+        named = sorted({p.label for p in papers.values() if len(p.label.split()) == 1})
+        tries = [f"“What does {named[0]} propose?”"] if named else []
+        tries += [f"“Compare {named[1]} and {named[2]}”"] if len(named) >= 3 else []
+        return (f"Hello! I answer questions about the {len(papers)} ICML 2026 abstracts in this "
+                "collection, and every claim cites the abstract sentence it comes from. Ask which "
+                "papers work on a topic, ask about one paper's method or results, or compare two"
+                + (": try " + " or ".join(tries) if tries else "") + ".")
 
     def _find(self, route: Route, t0: float) -> Iterator[Event]:
         """Answer 'which paper(s) ...?' from the index: the papers and their matching

@@ -160,9 +160,11 @@ NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
 # a greeting, thanks or a request for help, and nothing else (filler words around one)
-GREETING = (r"hi|hello|hey|hiya|howdy|good\s+(?:morning|afternoon|evening)|thanks?|thank\s+you|"
-             r"many\s+thanks|thx|ty|cheers|great|cool|nice|perfect|awesome|ok(?:ay)?|got\s+it|bye|"
-             r"goodbye|see\s+you|help|what\s+can\s+you\s+do|who\s+are\s+you|how\s+does\s+this\s+work")
+THANKS = (r"thanks?|thank\s+you|many\s+thanks|thx|ty|cheers|great|cool|nice|perfect|awesome|"
+          r"ok(?:ay)?|got\s+it")
+FAREWELL = r"bye|goodbye|see\s+you"
+GREETING = (r"hi|hello|hey|hiya|howdy|good\s+(?:morning|afternoon|evening)|" + THANKS + "|" +
+            FAREWELL + r"|help|what\s+can\s+you\s+do|who\s+are\s+you|how\s+does\s+this\s+work")
 SMALL_TALK = re.compile(
     r"^(?=.*\b(?:" + GREETING + r")\b)\s*(?:(?:" + GREETING + r"|a\s+lot|so|much|there|again|you|"
     r"all|that|this|it|was|is|helps?|helped|helpful|very|really|indeed|appreciated)\b"
