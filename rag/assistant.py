@@ -357,13 +357,19 @@ class Assistant:
         yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
         wide = list(q.pool) if route.find == "many" else []  # the same search, further down
         order = _distinct_papers(hits + wide, papers)[:10]
-        ranked, topic = extract.paper_scores(order, q.search, self.sentences, q.vector,
-                                             (1.0,), extract.TOPIC_WEIGHTS)
+        own = names.own_names(q.search, names.common_names(papers)) \
+            if route.find == "many" and not q.named else []
+        # "Which papers involve GRPO?": the ones whose abstracts write it, each of them (dev:
+        # the retrieved papers that write the question's coined name were its gold list every
+        # time, and the sentence-score knee cut one of two)
+        writers = names.writing(order, own) if own else []
+        ranked, topic = extract.paper_scores(writers or order, q.search, self.sentences,
+                                             q.vector, (1.0,), extract.TOPIC_WEIGHTS)
         a = self.settings.answer
-        chosen = extract.choose(order, ranked, route.find or "one",
-                                list(route.context) + list(q.named), a.list_floor,
-                                a.list_gap, a.list_most, topic, a.list_topic_floor,
-                                a.list_topic_gap, a.list_topic_relative)
+        chosen = [p for p, _ in ranked][:a.list_most] if writers else extract.choose(
+            order, ranked, route.find or "one", list(route.context) + list(q.named),
+            a.list_floor, a.list_gap, a.list_most, topic, a.list_topic_floor, a.list_topic_gap,
+            a.list_topic_relative)
         text, citations, sentences = extract.compose(q.search, chosen, self.sentences, q.vector,
                                                      self.settings.answer.complement)
         yield Token(strip_markers(text))

@@ -294,7 +294,8 @@ def answers_head(question: str, answer: str, names: tuple[str, ...] = (),
         plural = re.escape(last[:max(4, len(last) - 1)]) + r"\w*s\b"
         return any(not (re.fullmatch(r"[A-Z]{2,6}s?", n) and
                         re.search(re.escape(n) + r"\s+" + plural, answer, re.IGNORECASE)) and
-                   not re.search(r"\(\s*" + re.escape(n) + r"s?\s*[),;]", source)
+                   not re.search(r"\(\s*" + re.escape(n) + r"s?(?:\s+[A-Z][\w-]*)*\s*[),;]",
+                                 source)  # nor "(AV Filter)": the method's own short name
                    for n in new_names(answer, question, source))
     if source and a.category and not names_member(question, answer, source, names):
         return False  # "what kind of inequality": "Bernstein-type", as the abstract says
@@ -415,6 +416,55 @@ def names_listed(text: str, head: str) -> int:
             if found:
                 best = max(best, len(NAME.findall(found.group(1))))
     return best
+
+
+_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+# "which two models", "into which three groups", "what are the two components": the question
+# says how many things it asks for
+_COUNTED = re.compile(r"\b(?:which|what)\s+(?:(?:are|were)\s+(?:the\s+)?)?(?:[a-z]+\s+)?"
+                      r"(two|three|four|five|six|[2-6])\b(?!\s*(?:%|x\b|times|-fold))",
+                      re.IGNORECASE)
+# a capitalized or coined item: "Swin Transformer", "LLaMA-7B", "Mask Prior Suppression"
+_ITEM = r"(?:[A-Z][\w-]*|" + NAME.pattern + r")(?:\s+(?:[A-Z][\w-]*|" + NAME.pattern + r"))*"
+_SERIES = re.compile(_ITEM + r"(?:\s*,\s*" + _ITEM + r")*\s*,?\s+(?:and|or)\s+" + _ITEM)
+
+
+def counted(question: str) -> int:
+    """How many things `question` asks for, when it says ("which two models" -> 2), else 0."""
+    m = _COUNTED.search(question)
+    if m is None:
+        return 0
+    word = m.group(1).lower()
+    return _COUNT_WORDS.get(word) or int(word)
+
+
+def states_count(sentence: str, n: int, head: str) -> bool:
+    """Whether `sentence` says the count beside the asked noun: "two seemingly distinct
+    families of methods" for "which two families" (it goes on to name them, in any case)."""
+    if not head:
+        return False
+    words = [w for w, k in _COUNT_WORDS.items() if k == n] + [str(n)]
+    return bool(re.search(r"(?<![\w-])(?:" + "|".join(words) + r")\s+(?:[\w-]+\s+){0,3}?" +
+                          re.escape(_root(head.split()[-1])), sentence, re.IGNORECASE))
+
+
+def lists_count(sentence: str, n: int, question: str) -> bool:
+    """Whether `sentence` lists exactly `n` capitalized or coined items the question does not
+    name, joined by commas and "and"/"or": "Experiments on LLaMA-7B and Swin Transformer"
+    answers "which two models"; "introducing Mask Prior Suppression and Monotonic RoPE
+    Scaling" answers "what two techniques"."""
+    asked_words = question.lower()
+    for m in _SERIES.finditer(sentence):
+        items = [x.strip() for x in re.split(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+",
+                                             m.group(0)) if x.strip()]
+        if m.start() == 0 and items:  # a sentence's first word is capitalized anyway
+            first = items[0].split()
+            items[0] = " ".join(first[1:]) if len(first) > 1 else (
+                items[0] if NAME.fullmatch(first[0]) else "")
+        items = [x for x in items if x]
+        if len(items) == n and not any(x.lower() in asked_words for x in items):
+            return True
+    return False
 
 
 def new_names(answer: str, question: str, source: str) -> set[str]:

@@ -137,6 +137,19 @@ _OPTIONS = re.compile(r"\([^()]*\)|\b(?:e\.g\.|i\.e\.|such as|like|including|for
                       re.IGNORECASE)
 
 
+def own_names(question: str, common: frozenset[str]) -> list[str]:
+    """The coined names `question` writes (guard.NAME: "GRPO", "MuJoCo", "RGB-D") that are not
+    field-wide words (`common`: LLM, RL, VLM), flattened; three characters at least ("3D" and
+    "KV" describe, they name no one work)."""
+    return list(dict.fromkeys(f for m in NAME.finditer(question)
+                              if len(f := _flat(m.group(0))) >= 3 and f not in common))
+
+
+def writing(papers: Iterable[Paper], flat_names: list[str]) -> list[Paper]:
+    """Of `papers`, in their order, those whose abstract writes one of `flat_names`."""
+    return [p for p in papers if any(n in paper_mentions(p).have for n in flat_names)]
+
+
 _COMMON: dict[tuple[int, str, str], frozenset[str]] = {}
 
 

@@ -227,3 +227,17 @@ def test_a_what_part_is_answered_by_the_sentence_that_names_what_was_proposed(em
     found = cover.complement(p, "Why do diffusion captioners loop, and what no-training fix was "
                              "proposed?", "They loop because of two causes.", index)
     assert [p.clean[e.start:e.end] for e in found][-1].startswith("Concretely, we propose")
+
+
+def test_a_list_for_a_coined_name_is_the_papers_that_write_it(assistant):
+    """"Which works use GRPO somewhere ...?": the two abstracts that write GRPO
+    (MotionGRPO's post-training, Bi-NAC's baseline), not seven papers about RL in general."""
+    from rag.prompt import strip_markers
+    answer = assistant.ask("Which works use GRPO somewhere, to train their model or as a "
+                           "baseline to compare with?")
+    assert not answer.abstained, answer.text
+    assert {c.paper_id for c in answer.citations if c.supported} == {"000-17", "004-12"}, \
+        strip_markers(answer.text)
+    # a field-wide word (RL, in 3 or more abstracts) does not narrow a list
+    rl = assistant.ask("Which papers use RL to fine-tune a generative model?")
+    assert len({c.paper_id for c in rl.citations}) >= 2, rl.text

@@ -4,6 +4,9 @@ backs the answer."""
 
 from __future__ import annotations
 
+import pytest
+
+from rag import guard
 from rag.finish import Case
 from rag.prompt import strip_markers
 
@@ -173,3 +176,67 @@ def test_a_second_look_that_says_the_question_back_is_no_answer(assistant):
     q = "Which exact VLM plays the auditor in the data-free backdoor defense?"
     answer = assistant.finisher.second_look(Case(q, papers, closest=("003-12",)), "003-12")
     assert answer is None, answer.text
+
+
+def test_a_counted_question_quotes_the_sentence_listing_that_many_names(assistant):
+    """"Which two remedies ...": the sentence that introduces two names ("Mask Prior
+    Suppression and Monotonic RoPE Scaling") is quoted, not the better-scoring one about the
+    experiments; the count is the evidence, wherever that sentence ranks."""
+    papers = assistant.retriever.papers
+    q = ("Which two remedies applied while decoding does the study of looping, ungrounded "
+         "diffusion vision-language models put forward?")
+    answer = assistant.finisher.rescue(Case(q, papers, closest=("004-11",)), "004-11")
+    assert answer is not None and answer.reason == "extracted", answer
+    text = strip_markers(answer.text)
+    assert "Mask Prior Suppression" in text and "Monotonic RoPE Scaling" in text, answer.text
+
+
+@pytest.mark.parametrize("question,n", [
+    ("Which two models was it tested on?", 2),
+    ("Into which three groups does it split its experts?", 3),
+    ("What are the two components?", 2),
+    ("What four datasets?", 4),
+    ("Which paper reports a 2x speedup?", 0),  # a number in the question, not a count
+    ("What is the 3% gain due to?", 0),
+    ("How does it work?", 0),
+])
+def test_counted_reads_how_many_things_a_question_asks_for(question, n):
+    assert guard.counted(question) == n
+
+
+@pytest.mark.parametrize("sentence,n,ok", [
+    ("Experiments on LLaMA-7B and Swin Transformer show gains.", 2, True),
+    ("Using three widely adopted benchmarks, TOFU, MUSE, and WMDP, we test it.", 3, True),
+    ("Using three widely adopted benchmarks, TOFU, MUSE, and WMDP, we test it.", 2, False),
+    ("We evaluate on poker and on auctions.", 2, False),  # nothing capitalized or coined
+    ("Experiments show that it works.", 2, False),  # a sentence's capital first word is no item
+    ("It beats GPT-4 and Claude on CGC tasks.", 2, True),
+])
+def test_lists_count_finds_a_series_of_that_many_names(sentence, n, ok):
+    assert guard.lists_count(sentence, n, "which ones?") is ok
+    # names the question already gives are not what it asks for
+    assert not guard.lists_count("Experiments on LLaMA-7B and Swin Transformer.", 2,
+                                 "Besides LLaMA-7B and Swin Transformer, which two models?")
+
+
+def test_states_count_is_the_count_beside_the_asked_noun():
+    """A sentence that says "two ... families" answers "which two families" in its own words
+    (it goes on to name them, lower-case), so the count does not move the rescue off it."""
+    assert guard.states_count("Two seemingly distinct families of methods exist: a noise "
+                              "family and a gradient family.", 2, "families")
+    assert guard.states_count("we propose 3 simple tricks", 3, "tricks")
+    assert not guard.states_count("Experiments on LLaMA-7B and Swin Transformer.", 2, "models")
+    assert not guard.states_count("two families of methods", 3, "families")
+    assert not guard.states_count("two families of methods", 2, "")
+
+
+def test_the_method_s_own_bracketed_short_name_is_no_answer_to_which_llm():
+    """"(AV Filter)" is how the abstract abbreviates its own filter: "AV" is no LLM, so a
+    sentence whose only new name it is does not answer "which LLM" (as "(NPAS)" did not)."""
+    src = ("Leveraging attention weights, we introduce the Normalized Passage Attention Score "
+           "(NPAS) and a lightweight Attention-Variance Filter (AV Filter) that flags "
+           "anomalous passages. We test it with Llama-3-8B as the generator.")
+    first = src.split(". ")[0] + "."
+    q = "Which LLM is the generator when the Attention-Variance Filter is tested?"
+    assert not guard.answers_head(q, first, ("NPAS",), src)
+    assert guard.answers_head(q, "We test it with Llama-3-8B as the generator.", ("NPAS",), src)
