@@ -240,3 +240,21 @@ def test_the_method_s_own_bracketed_short_name_is_no_answer_to_which_llm():
     q = "Which LLM is the generator when the Attention-Variance Filter is tested?"
     assert not guard.answers_head(q, first, ("NPAS",), src)
     assert guard.answers_head(q, "We test it with Llama-3-8B as the generator.", ("NPAS",), src)
+
+
+
+def test_the_second_look_ranks_by_what_is_asked_not_by_which_paper_is_meant(assistant):
+    """"In the work that keeps KV cache entries by ..., which benchmark suites were used?":
+    the fronted clause's words match the sentences that describe DefensiveKV; ranked by the
+    asked part, the sentence naming Ruler and LongBench is the first of the three the second
+    look reads (ranked by the whole question it is not among the first four)."""
+    from rag.finish import _asked
+    paper = assistant.retriever.papers["000-19"]
+    q = ("In the work that keeps KV cache entries by bounding how much the attention output "
+         "can be perturbed, which benchmark suites were used?")
+    best = assistant.sentences.rank(paper, _asked(q, paper.label))[0]
+    assert "LongBench" in paper.clean[best.start:best.end]
+    looked = assistant.finisher.second_look(Case(q, assistant.retriever.papers,
+                                                 closest=("000-19",)), "000-19")
+    assert looked is None or "LongBench" in strip_markers(looked.text) or \
+        "Ruler" in strip_markers(looked.text), looked.text
