@@ -224,7 +224,8 @@ class Router:
                 named = tuple(p for p in prev if p in q.named) or prev
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
-        if not q.named and q.best < s.offtopic_threshold and not self._covered(q, evidence):
+        if not q.named and q.best < s.offtopic_threshold and not self._covered(q, evidence) \
+                and not self._written(q, evidence):
             wider = self._expanded(q, evidence)
             if wider is None:
                 return Route("decline", "off-topic: no abstract is close to this question", q,
@@ -284,6 +285,19 @@ class Router:
         share = max((cover.coverage(q.search, papers[p]) for p in ids), default=0.0)
         evidence["covered"] = round(share, 3)
         return share >= self.settings.offtopic_covered
+
+    def _written(self, q: Query, evidence: dict[str, float]) -> bool:
+        """One of the retrieved abstracts writes a coined name the question writes ("Which
+        other papers use GRPO like that?": two abstracts write GRPO, however low the embedding
+        scores the question); a field-wide one (LLM, RL) does not count (names.own_names)."""
+        papers = self.retriever.papers
+        own = names.own_names(q.search, names.common_names(papers))
+        ids = list(dict.fromkeys(h.chunk.paper_id for h in q.hits + q.pool
+                                 if h.chunk.paper_id in papers))[:10]  # as the list reads them
+        found = bool(own) and bool(names.writing([papers[p] for p in ids], own))
+        if found:
+            evidence["written"] = 1.0
+        return found
 
     def _similarity(self, q: Query, papers: tuple[str, ...]) -> float:
         """Best cosine of the question against any sentence of `papers` (in memory)."""

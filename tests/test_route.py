@@ -39,9 +39,6 @@ KNOWN = {
     "Any papers on synthetic vs real-world data for pretraining?":
         "declined: best cosine 0.318, under the dev-fitted gate 0.345; its search terms "
         "reach 0.37, under 0.42",
-    "Which other papers use GRPO like that?":
-        "declined: best cosine 0.342 (GRPO names no single paper), under the gate 0.345, "
-        "and its search terms stay under 0.42",
     "Which papers model protein folding?":
         "found: the search terms the model writes for it ('protein structure prediction') "
         "reach 0.48 on the protein language model abstract, over the rewrite gate 0.42 "
