@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import extract, messages, models, names, rewrite
+from rag import extract, messages, models, names, paper_cache, rewrite
 from rag.chunk import sentence_spans
 from rag.cite import attach
 from rag.config import Settings
@@ -117,6 +117,7 @@ class Assistant:
         self.finisher = Finisher(settings, self.sentences, embedder, self._redraft)
         self._asking = 0  # questions being answered now (background work waits for them)
         self._asking_lock = threading.Lock()
+        self._caching = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Assistant:
@@ -135,6 +136,14 @@ class Assistant:
         self.router.warm_up()
         self.sentences.abbreviations()  # 22 ms for 57 abstracts, linear in them
         self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
+
+    def cache_papers(self, cancel: threading.Event | None = None) -> paper_cache.WarmRun:
+        """Prefill every paper's prompt into the engine's host cache (rag/paper_cache.py), so a
+        question about one paper prefills only its own words; it pauses while a question is
+        answered. `rag serve` runs it in the background, after an upload too."""
+        with self._caching:  # one run at a time: an upload's waits for the start's
+            return paper_cache.warm(self.settings, self.generator, self.papers(), cancel,
+                                    self.answering)
 
     def refresh(self) -> None:
         """Re-read the index after an ingest (uploads): search, names and the typo vocabulary."""
@@ -476,7 +485,8 @@ def _timed(answer: Answer, stats: GenerationStats, t_gen: float, t0: float) -> A
     """The answer with its generation's counters; first token measured from the question."""
     first = stats.first_token_seconds
     return replace(answer, first_token_seconds=None if first is None else t_gen - t0 + first,
-                   prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens)
+                   prompt_tokens=stats.prompt_tokens, generated_tokens=stats.generated_tokens,
+                   cached_prompt_tokens=stats.cached_prompt_tokens)
 
 
 def _merge(first: list[Hit], rest: list[Hit]) -> list[Hit]:

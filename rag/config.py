@@ -97,10 +97,14 @@ class GenerateSettings(BaseModel):
     # dev: 4 answers fewer, slower; config/default.toml)
     kv_cache_type: Literal["f16", "q8_0"] = "f16"
     # llama.cpp: host-RAM cache of finished prompts' key/values, reused by a later prompt that
-    # starts the same way (a follow-up whose slot went to another user). llama.cpp's default
-    # is 8 GiB; 256 MiB grew the 1.5B app from 2.53 to 2.73 GB over 25 answers, 64 MiB caps that
-    # (bench/results-memory-kv-host.json)
-    host_cache_mib: int = Field(64, ge=0)
+    # starts the same way (a follow-up whose slot went to another user, a question about a paper
+    # whose abstract was prefilled: paper_cache). None: the preset's (rag/models.py: 0.5B 512,
+    # 1.5B 64; llama.cpp's own default is 8 GiB). 256 MiB grew the 1.5B app from 2.53 to
+    # 2.73 GB over 25 answers (bench/results-memory-kv-host.json). 0: off
+    host_cache_mib: int | None = Field(None, ge=0)
+    # llama.cpp: prefill each abstract's prompt once into that cache (rag/paper_cache.py), in
+    # the background at `rag serve` and before `rag eval`, when the cache has room for them all
+    paper_cache: bool = True
     llamacpp_build: Literal["auto", "prebuilt", "native"] = "auto"  # auto: `make native`'s if it passed
     draft_preset: str = ""  # llama.cpp speculative decoding: a smaller preset drafting for this one
     draft_tokens: int = Field(8, gt=0)

@@ -37,7 +37,8 @@ def answer_row(row: Row, ans: Answer, retrieved: list[str]) -> dict[str, Any]:
         "seconds": round(ans.seconds, 3),
         "first_token_seconds": None if ans.first_token_seconds is None
         else round(ans.first_token_seconds, 3),
-        "prompt_tokens": ans.prompt_tokens, "generated_tokens": ans.generated_tokens,
+        "prompt_tokens": ans.prompt_tokens, "cached_prompt_tokens": ans.cached_prompt_tokens,
+        "generated_tokens": ans.generated_tokens,
         "unsupported": [s.text for s in ans.sentences if not s.supported],
     }
 
@@ -74,6 +75,10 @@ def run_eval(settings: Settings, questions: Path, out: Path | None, retrieval_on
     retrieved: dict[str, list[str]] = {}
     compare_rows: list[dict[str, Any]] = []
     compare_file = all(r.answerable is None and len(r.gold) <= 2 and not r.keywords for r in rows)
+    if not retrieval_only and rows:  # answered as `rag serve` answers: papers' prompts cached
+        run = a.cache_papers()
+        print(f"paper cache: {run.skipped or f'{run.sent} prompts in {run.seconds:.0f} s'}",
+              flush=True)
     handle = out.open("w", encoding="utf-8") if out else None
     try:
         for i, row in enumerate(rows, start=1):

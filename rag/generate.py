@@ -56,6 +56,14 @@ class Generator:
     def loaded(self) -> bool:
         return self.engine.loaded
 
+    def prefill(self, prompt: str) -> GenerationStats:
+        """Run `prompt` for one token, so the engine holds its key/values (rag/paper_cache.py);
+        the stats say how much of it was cached already."""
+        with self.stream(prompt, 1) as pieces:
+            for _ in pieces:
+                pass
+            return pieces.stats
+
     @property
     def _prefixes(self) -> dict[str, Prefix]:
         """System prompts whose cache the engine keeps (tests check warm-up filled them)."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from rag.config import Settings
+from rag.config import GenerateSettings, Settings
 from rag.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,11 @@ class Preset:
     # prompt tokens of passages (answer.context_tokens, when that is unset): the lever on the
     # first token (bench/prompt_budget.py)
     context_tokens: int = 450
+    # llama.cpp's host prompt cache (generate.host_cache_mib, when that is unset): room for
+    # every abstract's prefilled prompt (rag/paper_cache.py) plus recent answers' prompts
+    host_cache_mib: int = 64
+    # key/value bytes per token at f16: layers x 2 x kv heads x head dim x 2; 0: unknown
+    kv_bytes_per_token: int = 0
 
 
 PRESETS: dict[str, Preset] = {
@@ -68,6 +73,10 @@ PRESETS: dict[str, Preset] = {
             # llama.cpp n-gram 3 -> 8: 1.19x / 1.23x answer p50 in two runs (decode 12.0 -> 19.3 tok/s)
             # but the same 2/15 answers changed (bench/results-speculative-0.5b*.json): off
             llamacpp_ngram_tokens=0,
+            # 24 layers x 2 x 2 kv heads x 64 x 2 bytes: ~5 MB per abstract's prompt, ~300 MB
+            # for the 57 seed papers (bench/results.json paper_cache_*)
+            kv_bytes_per_token=12288,
+            host_cache_mib=512,
         ),
         Preset(
             name="qwen2.5-1.5b",
@@ -82,6 +91,10 @@ PRESETS: dict[str, Preset] = {
             # 200 passage tokens instead of 450: first token 0.61-0.65x, answer 0.68-0.70x, the
             # expected paper still cited 12/12 (bench/results-prompt-budget-1.5b.json)
             context_tokens=200,
+            # 28 layers x 2 x 2 kv heads x 128 x 2 bytes: ~12 MB per abstract's prompt, ~700 MB
+            # for the seeds, which would take the app past its 2.5 GB target: papers not cached
+            kv_bytes_per_token=28672,
+            host_cache_mib=64,
         ),
     )
 }
@@ -407,6 +420,21 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def host_cache_mib(gen: GenerateSettings) -> int:
+    """llama.cpp's host prompt cache in MiB: generate.host_cache_mib when set, else the preset's."""
+    if gen.host_cache_mib is not None:
+        return gen.host_cache_mib
+    preset = PRESETS.get(gen.preset)
+    return preset.host_cache_mib if preset else Preset.host_cache_mib
+
+
+def kv_bytes_per_token(gen: GenerateSettings) -> int:
+    """The preset's key/value bytes per prompt token (q8_0 about half); 0 when unknown."""
+    preset = PRESETS.get(gen.preset)
+    size = preset.kv_bytes_per_token if preset else 0
+    return size * 17 // 32 if gen.kv_cache_type == "q8_0" else size
 
 
 def context_tokens(settings: Settings) -> int:

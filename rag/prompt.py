@@ -104,9 +104,27 @@ def _budget(paper: Paper, wanted: list[tuple[int, int]], budget: int) -> list[tu
     return sorted(out)
 
 
+def _block(p: Passage) -> str:
+    return f"[{p.number}] {p.label} ({p.paper_id}): {p.text}"
+
+
 def user_message(question: str, passages: list[Passage]) -> str:
-    blocks = [f"[{p.number}] {p.label} ({p.paper_id}): {p.text}" for p in passages]
-    return "Passages:\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
+    return "Passages:\n" + "\n\n".join(_block(p) for p in passages) + f"\n\nQuestion: {question}"
+
+
+def whole_passage(paper: Paper, number: int = 1) -> Passage:
+    """`paper`'s every sentence, in reading order: what `select_passages` gives a paper whose
+    abstract fits its share of the budget."""
+    spans = tuple(sentence_spans(paper.clean))
+    return Passage(number, paper.id, paper.label, " ".join(paper.clean[s:e] for s, e in spans),
+                   spans)
+
+
+def paper_prefix(paper: Paper) -> str:
+    """How a user message about `paper` alone begins when its whole abstract fits (the start
+    of `user_message(q, [whole_passage(paper)])` for any q): the text whose key/values
+    rag/paper_cache.py prefills once."""
+    return "Passages:\n" + _block(whole_passage(paper))
 
 
 _MARKER = re.compile(r"\s*\[(\d+(?:\s*[,;]\s*\d+)*)\]")

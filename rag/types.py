@@ -87,6 +87,7 @@ class Answer:
     seconds: float = 0.0
     first_token_seconds: float | None = None
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of those, restored from the engine's cache, not prefilled
     generated_tokens: int = 0
     comparison: Comparison | None = None  # set when the question was a comparison request
     intent: str = ""  # the router's intent: ask, find, compare, followup, decline, about

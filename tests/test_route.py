@@ -382,6 +382,18 @@ def test_a_verb_ends_the_asked_head():
     assert asked("Which component allows the model to run offline?").head == "component"
 
 
+def test_a_plural_category_word_is_not_the_asked_head():
+    """"Which kinds of tasks" asks for tasks, as "which kind of task" does: the guard had
+    taken "kinds" as the detail and declined when no abstract sentence said "kinds"."""
+    from rag.guard import asked
+
+    for q, head in (("Which kinds of sensors does the rover carry?", "sensors"),
+                    ("What types of noise were injected during training?", "noise"),
+                    ("What sorts of graphs does the benchmark include?", "graphs")):
+        a = asked(q)
+        assert (a.head, a.category) == (head, True), (q, a)
+
+
 def test_a_conjunction_or_a_second_question_ends_the_asked_head():
     """A question asking two things names its first in the head ("how many layers"), not a
     run of words across the "and" ("layers and how"), whose last word no answer says."""

@@ -131,6 +131,7 @@ def main(settings: Settings | None = None) -> None:
             log.warning("warm-up failed: %s", e)
             return
         if not settings.titles.enabled or stopping.is_set():
+            cache_papers()
             return
         try:  # papers the ingest left untitled (make run: --no-titles), while chat is open;
             # they pause while a question is answered, so the chat is not slowed by them
@@ -143,6 +144,15 @@ def main(settings: Settings | None = None) -> None:
                 log.info("wrote %d paper titles in the background", written)
         except Exception as e:  # titles are a nicety: the labels stay
             log.warning("background titles failed: %s", e)
+        cache_papers()
+
+    def cache_papers() -> None:  # after the titles: a prompt starts with its paper's label
+        try:
+            run = assistant.cache_papers(stopping)
+            if run.skipped:
+                log.info("paper cache: not filled (%s)", run.skipped)
+        except Exception as e:  # a speed feature: questions are answered without it
+            log.warning("paper cache failed: %s", e)
 
     background = threading.Thread(target=warm_up, name="rag-warm-up", daemon=True)
     background.start()

@@ -5,6 +5,7 @@ searchable (assistant.refresh()), mapped and titled (the atlas is re-read)."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,13 @@ if TYPE_CHECKING:
     from ui.shared import Shared
 
 log = logging.getLogger(__name__)
+
+
+def _cache_papers(assistant: Any) -> None:
+    try:
+        assistant.cache_papers()
+    except Exception as e:  # a speed feature: questions are answered without it
+        log.warning("paper cache after the upload failed: %s", e)
 PROGRESS = gr.Progress()  # gradio fills in a per-call tracker for a parameter defaulting to it
 
 HELP = ("Add abstracts as `.txt` files in the seed format: a header line, then one abstract per "
@@ -146,6 +154,9 @@ def build_upload_tab(shared: Shared, after: Callable[[], tuple[Any, ...]],
         progress(0.95, desc="Refreshing search and the map")
         a.refresh()
         shared.atlas.reload()
+        # the new papers' prompts into the engine's host cache, while the chat stays usable
+        threading.Thread(target=_cache_papers, args=(a,), name="rag-paper-cache",
+                         daemon=True).start()
         new_ids = sorted({p.id for p in a.papers()} - before)
         dup = list(getattr(rep, "duplicates", ()) or result.duplicates or ())
         html = report_html(rep, dup, new_ids, a.paper)

@@ -40,6 +40,7 @@ from rag.engines.base import (
 )
 from rag.errors import ModelError
 from rag.heap import trim_heap
+from rag.models import host_cache_mib
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ def server_params(xlc: Any, gguf: Path, gen: GenerateSettings, parallel: int, po
     p.n_ctx = parallel * gen.context_size
     p.cpuparams.n_threads = gen.threads
     p.cpuparams_batch.n_threads = gen.threads
-    p.cache_ram_mib = gen.host_cache_mib
+    p.cache_ram_mib = host_cache_mib(gen)
     if gen.kv_cache_type == "q8_0":  # a quantized V cache needs llama.cpp's flash attention
         p.cache_type_k = p.cache_type_v = xlc.ggml_type.GGML_TYPE_Q8_0
         p.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED

@@ -1,0 +1,87 @@
+"""Each abstract's prompt, prefilled once into the engine's host-RAM prompt cache.
+
+A question about one paper reaches the model as the system prompt, then
+"Passages:\\n[1] label (id): <abstract>", then "\\n\\nQuestion: ...". Everything before the
+question depends on the paper alone when its abstract fits the passage budget
+(`rag.prompt.paper_prefix`). llama.cpp's server keeps finished prompts' key/values in host
+RAM (`generate.host_cache_mib`) and, for a new prompt, restores the one that shares the
+longest start with it. A restored state leaves the cache and goes back in at the end when its
+slot moves on, so the cache is least-recently-used. With every abstract's prompt in it, such a
+question prefills only its own words and the template's few tokens instead of ~250 tokens.
+
+`warm` prefills the papers' prompts one at a time, pausing while a question is answered, so
+`rag serve` runs it in the background with the chat open. A prompt already cached costs one
+restore and one token. It does nothing when the engine has no host cache, or when the papers'
+key/values (estimated from the preset) would not fit in it, since each would then evict an
+earlier one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag.config import Settings
+from rag.generate import Generator
+from rag.models import host_cache_mib, kv_bytes_per_token
+from rag.prompt import SYSTEM, approx_tokens, paper_prefix
+from rag.types import Paper
+
+log = logging.getLogger(__name__)
+
+ANSWER_ROOM = 100  # tokens a paper's state grows by once a question and its answer follow it
+FILL = 0.8  # share of the host cache the papers may take; the rest keeps other prompts
+
+
+@dataclass(frozen=True)
+class WarmRun:
+    sent: int = 0  # papers whose prompt was run
+    cached: int = 0  # of those, already in the cache (restored, not prefilled)
+    seconds: float = 0.0
+    skipped: str = ""  # why no prompt was sent
+
+
+def estimate_mib(settings: Settings, prompts: Sequence[str]) -> float:
+    """Host cache the prompts' key/values take once each has had an answer; 0 when unknown."""
+    per_token = kv_bytes_per_token(settings.generate)
+    return sum(approx_tokens(p) + ANSWER_ROOM for p in prompts) * per_token / 2**20
+
+
+def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
+         cancel: threading.Event | None = None,
+         pause: Callable[[], bool] | None = None) -> WarmRun:
+    """Prefill each paper's prompt prefix into the engine's host cache (see the module doc).
+    While `pause()` is true (a question is being answered) no prompt starts; setting `cancel`
+    ends the run after the prompt in flight."""
+    started = time.perf_counter()
+    # llama.cpp's host cache (the openai engine's server may keep one too, but not ours to size)
+    room = host_cache_mib(settings.generate) if generator.engine_kind == "llama.cpp" else 0
+    if not settings.generate.paper_cache:
+        return WarmRun(skipped="generate.paper_cache is off")
+    if room <= 0:
+        return WarmRun(skipped=f"the {generator.engine_kind} engine keeps no host prompt cache "
+                       "here (generate.host_cache_mib)")
+    if not papers:
+        return WarmRun(skipped="no papers")
+    prompts = [generator.format_chat(SYSTEM, paper_prefix(p)) for p in papers]
+    need = estimate_mib(settings, [str(p) for p in prompts])
+    if need > FILL * room:
+        return WarmRun(skipped=f"{len(papers)} papers' prompts need ~{need:.0f} MiB of host "
+                       f"cache and generate.host_cache_mib is {room}: raise it to "
+                       f">= {need / FILL:.0f} to cache them")
+    sent = cached = 0
+    for prompt in prompts:
+        while pause is not None and pause() and not (cancel is not None and cancel.is_set()):
+            time.sleep(0.2)
+        if cancel is not None and cancel.is_set():
+            break
+        stats = generator.prefill(prompt)
+        sent += 1
+        cached += stats.prompt_tokens - stats.cached_prompt_tokens <= 2  # restore re-runs the last
+    run = WarmRun(sent, cached, time.perf_counter() - started)
+    log.info("paper cache: %d of %d papers' prompts prefilled (%d were cached) in %.1f s, "
+             "~%.0f of %d MiB", sent - cached, len(papers), cached, run.seconds, need, room)
+    return run
