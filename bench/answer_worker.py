@@ -203,6 +203,8 @@ def main() -> int:
     ap.add_argument("--lookup-tokens", type=int, default=10)
     ap.add_argument("--wait-idle", type=float, default=0.0, metavar="S",
                     help="before each question wait up to S s for other processes to go quiet")
+    ap.add_argument("--paper-cache", default="on", choices=["on", "off"],
+                    help="llama.cpp: prefill each abstract's prompt first, as `rag serve` does")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -230,7 +232,8 @@ def main() -> int:
     try:
         settings = load_settings(paths={"data": str(tmp)}, store={"url": ""},
                                  generate={"preset": args.preset, "engine": args.engine,
-                                           "parallel": args.parallel, "llamacpp_build": args.build})
+                                           "parallel": args.parallel, "llamacpp_build": args.build,
+                                           "paper_cache": args.paper_cache == "on"})
         store, embedder = Store(settings.store, tmp), Embedder(settings.embed)
         ingest(settings, store, embedder)
         embedder.warm_up()
@@ -249,6 +252,11 @@ def main() -> int:
         # (and that reach the model: the bench's own list first, then lookups the router sends
         # to the model; a paper-finding question is answered from the index in ~0.1 s)
         a.warm_up()  # index, embedder, the system prompts' caches, as `rag serve` does
+        t = time.perf_counter()
+        papers = a.cache_papers()  # each abstract's prompt, as `rag serve` does in the background
+        paper_cache = {"sent": papers.sent, "seconds": round(time.perf_counter() - t, 1),
+                       "skipped": papers.skipped, "rss_after_mb": peak_rss_mb()}
+        print(f"  [{args.preset}] paper cache: {paper_cache}", flush=True)
         route = getattr(getattr(a, "router", None), "route", None)
         spare = [by_id[q] for q in args.spare.split(",") if q and by_id[q] not in rows] + [
             r for r in by_id.values() if r.kind in ("name", "paraphrase") and r not in rows
@@ -274,6 +282,7 @@ def main() -> int:
             "rss_after_load_mb": rss_after_load, "peak_rss_mb": peak_single,
             "threads": settings.generate.threads, "max_new_tokens": settings.generate.max_new_tokens,
             "context_tokens": models.context_tokens(settings), "records": recs,
+            "paper_cache": paper_cache,
             "metrics": answer_metrics(rows, {r["id"]: r for r in recs}, texts),
             "concurrency": {},
         }

@@ -47,8 +47,8 @@ _MEANS = re.compile(r"\bwhat (?:does|do|did) (?:the (?:name |acronym |abbreviati
 # "how big a MAE reduction": the noun after "how <adjective> a" is the head, as after "what"
 _WH = re.compile(r"\b(?:how many|how much|how (?:big|large|small|high|low|long|strong|wide|deep) an?|"
                  r"what|which|who|whose)\s+(.+)", re.IGNORECASE)
-_SKIP = frozenset("""is are was were the a an kind kinds type types sort sorts of exact specific main two three
-four did does do has have had its their exactly precisely""".split())
+_SKIP = frozenset("""is are was were the a an kind kinds type types sort sorts of exact specific
+main two three four did does do has have had its their exactly precisely""".split())
 _STOP = frozenset("""did does do is are was were used use uses using of for in on to by with has
 have had that this it they from at as be been when where which what achieve achieves report
 reports get gets give gives train trained propose proposed introduce introduced evaluate

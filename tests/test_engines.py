@@ -396,6 +396,11 @@ def test_auto_prepare_times_the_engines_and_records_why(tmp_path, settings):
         assert r["prompt_tokens"] > 300 and r["generated_tokens"] >= 2, r
         assert r["cached_prompt_tokens"] > 50  # the system prompt was reused, as in the app
         assert r["decode_tok_s"] > 0 and r["prompt_tok_s"] > 0
+    # llama.cpp is timed as the app runs it: the passages found in its host cache, as a
+    # paper's abstract is (rag/paper_cache.py); transformers keeps only the system prompt
+    cached = {k: r["cached_prompt_tokens"] for k, r in data["engines"].items()}
+    assert cached["llama.cpp"] > cached["transformers"] + 150, cached
+    assert data["builds"]["llama.cpp"].endswith("+ paper cache")
     assert data["choice"] in data["engines"] and "expected" in data["reason"]
     assert "choice:" in lines[-1] and "decode tok/s" in lines[-1]
     g = Generator(s)
