@@ -72,6 +72,8 @@ def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
         return WarmRun(skipped=f"{len(papers)} papers' prompts need ~{need:.0f} MiB of host "
                        f"cache and generate.host_cache_mib is {room}: raise it to "
                        f">= {need / FILL:.0f} to cache them")
+    log.info("paper cache: prefilling %d papers' prompts (~%.0f of %d MiB of host cache)",
+             len(prompts), need, room)
     sent = cached = 0
     for prompt in prompts:
         while pause is not None and pause() and not (cancel is not None and cancel.is_set()):
@@ -82,6 +84,7 @@ def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
         sent += 1
         cached += stats.prompt_tokens - stats.cached_prompt_tokens <= 2  # restore re-runs the last
     run = WarmRun(sent, cached, time.perf_counter() - started)
-    log.info("paper cache: %d of %d papers' prompts prefilled (%d were cached) in %.1f s, "
-             "~%.0f of %d MiB", sent - cached, len(papers), cached, run.seconds, need, room)
+    say = log.debug if cached == sent else log.info  # a refresh that found all: quiet
+    say("paper cache: %d of %d papers' prompts prefilled (%d were cached) in %.1f s, ~%.0f of "
+        "%d MiB", sent - cached, len(papers), cached, run.seconds, need, room)
     return run

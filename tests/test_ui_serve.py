@@ -1,6 +1,6 @@
 """`rag serve` as a service manager runs it: SIGTERM gives a clean exit (code 0, no traceback),
 soon, both before the models are up and after the server has answered and is titling papers
-in the background."""
+or filling the paper cache in the background."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from tests.ui_browser import ask, chromium_page, free_port, page_state
 EXIT_S = 20  # a service manager waits ~90 s before SIGKILL; a clean stop should take seconds
 
 
-def _serve(data: Path, port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "RAG_PATHS__DATA": str(data)}
+def _serve(data: Path, port: int, log: Path, **env_vars: str) -> subprocess.Popen:
+    env = {**os.environ, "RAG_PATHS__DATA": str(data), **env_vars}
     proc = subprocess.Popen([sys.executable, "-m", "rag.cli", "-v", "serve", "--port", str(port)],
                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=log.open("w"), text=True)
@@ -97,3 +97,30 @@ def test_sigterm_after_answering_ends_the_background_titles_too(settings: Any,
 
     cached = TitleCache(data / "titles.json")
     assert len(cached.entries) < 57, "all titles were written before SIGTERM: nothing was cut short"
+
+
+def test_serve_fills_the_paper_cache_in_the_background_and_sigterm_ends_it(
+        settings: Any, tmp_path: Path) -> None:
+    """With the titles written, `rag serve` prefills the papers' prompts into llama.cpp's host
+    cache (rag/paper_cache.py) while the chat is open; SIGTERM stops it after the prompt in
+    flight, not after all of them."""
+    data = tmp_path / "data"
+    shutil.copytree(settings.paths.data, data)
+    log = tmp_path / "serve.log"
+    port = free_port()
+    proc = _serve(data, port, log, RAG_GENERATE__ENGINE="llama.cpp")
+    try:
+        deadline = time.monotonic() + 600  # the models load, then any missing titles
+        while "paper cache: prefilling" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.5)
+        time.sleep(3)  # a few prompts in
+        took = _terminate(proc, port, log)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert took < EXIT_S
+    done = [line for line in log.read_text().splitlines() if "prompts prefilled" in line]
+    assert done, log.read_text()[-2000:]
+    sent = int(done[-1].split("paper cache: ")[1].split(" of ")[0])
+    assert 0 < sent < 57, done[-1]  # some were prefilled, and the rest were not waited for

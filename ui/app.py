@@ -109,6 +109,9 @@ def serve(app: gr.Blocks, settings: Settings, **overrides: Any) -> Any:
     return app.launch(**kwargs)
 
 
+PAPER_CACHE_REFRESH_S = 600.0
+
+
 def main(settings: Settings | None = None) -> None:
     """`rag serve`: build the assistant, load its models in the background (a question
     asked meanwhile waits for them) and serve the UI."""
@@ -147,12 +150,20 @@ def main(settings: Settings | None = None) -> None:
         cache_papers()
 
     def cache_papers() -> None:  # after the titles: a prompt starts with its paper's label
-        try:
-            run = assistant.cache_papers(stopping)
+        """Fill the paper cache, then keep it filled: the host cache is least-recently-used,
+        so other prompts (lists, comparisons, follow-ups) push out papers nobody asked about
+        for a while; every `PAPER_CACHE_REFRESH_S` the papers go through again, which costs
+        a restore and one token for each one still there."""
+        while not stopping.is_set():
+            try:
+                run = assistant.cache_papers(stopping)
+            except Exception as e:  # a speed feature: questions are answered without it
+                log.warning("paper cache failed: %s", e)
+                return
             if run.skipped:
                 log.info("paper cache: not filled (%s)", run.skipped)
-        except Exception as e:  # a speed feature: questions are answered without it
-            log.warning("paper cache failed: %s", e)
+                return
+            stopping.wait(PAPER_CACHE_REFRESH_S)
 
     background = threading.Thread(target=warm_up, name="rag-warm-up", daemon=True)
     background.start()
