@@ -91,8 +91,11 @@ PRESETS: dict[str, Preset] = {
             # 200 passage tokens instead of 450: first token 0.61-0.65x, answer 0.68-0.70x, the
             # expected paper still cited 12/12 (bench/results-prompt-budget-1.5b.json)
             context_tokens=200,
-            # 28 layers x 2 x 2 kv heads x 128 x 2 bytes: ~12 MB per abstract's prompt, ~700 MB
-            # for the seeds, which would take the app past its 2.5 GB target: papers not cached
+            # 28 layers x 2 x 2 kv heads x 128 x 2 bytes: ~12 MB per abstract's prompt. Its
+            # 200-token budget fits no seed abstract whole, so the paper cache has nothing to
+            # reuse: with room for it (1100 MiB) the bench's prompts still found only the system
+            # prompt cached, first token 1.77 vs 2.02 s, peak RSS 2826 vs 2244 MB
+            # (bench/results-paper-cache.json): not cached
             kv_bytes_per_token=28672,
             host_cache_mib=64,
         ),

@@ -11,9 +11,10 @@ question prefills only its own words and the template's few tokens instead of ~2
 
 `warm` prefills the papers' prompts one at a time, pausing while a question is answered, so
 `rag serve` runs it in the background with the chat open. A prompt already cached costs one
-restore and one token. It does nothing when the engine has no host cache, or when the papers'
-key/values (estimated from the preset) would not fit in it, since each would then evict an
-earlier one.
+restore and one token. Only abstracts that fit the passage budget whole are prefilled (a longer
+one is cut to the question's best sentences, so its prompt varies). It does nothing when the
+engine has no host cache, or when the papers' key/values (estimated from the preset) would not
+fit in it, since each would then evict an earlier one.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from dataclasses import dataclass
 
 from rag.config import Settings
 from rag.generate import Generator
-from rag.models import host_cache_mib, kv_bytes_per_token
-from rag.prompt import SYSTEM, approx_tokens, paper_prefix
+from rag.models import context_tokens, host_cache_mib, kv_bytes_per_token
+from rag.prompt import SYSTEM, approx_tokens, paper_prefix, whole_passage
 from rag.types import Paper
 
 log = logging.getLogger(__name__)
@@ -64,12 +65,18 @@ def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
     if room <= 0:
         return WarmRun(skipped=f"the {generator.engine_kind} engine keeps no host prompt cache "
                        "here (generate.host_cache_mib)")
-    if not papers:
-        return WarmRun(skipped="no papers")
-    prompts = [generator.format_chat(SYSTEM, paper_prefix(p)) for p in papers]
+    # only a whole abstract starts a question's prompt the same way every time: one longer
+    # than the passage budget is cut to the question's best sentences (the 1.5B's 200 tokens
+    # fit none of the seeds, the 0.5B's 450 fit 55 of 57)
+    budget = context_tokens(settings)
+    fits = [p for p in papers if approx_tokens(whole_passage(p).text) <= budget]
+    if not fits:
+        return WarmRun(skipped=f"no abstract fits whole in the {budget}-token passage budget "
+                       "(answer.context_tokens)" if papers else "no papers")
+    prompts = [generator.format_chat(SYSTEM, paper_prefix(p)) for p in fits]
     need = estimate_mib(settings, [str(p) for p in prompts])
     if need > FILL * room:
-        return WarmRun(skipped=f"{len(papers)} papers' prompts need ~{need:.0f} MiB of host "
+        return WarmRun(skipped=f"{len(fits)} papers' prompts need ~{need:.0f} MiB of host "
                        f"cache and generate.host_cache_mib is {room}: raise it to "
                        f">= {need / FILL:.0f} to cache them")
     log.info("paper cache: prefilling %d papers' prompts (~%.0f of %d MiB of host cache)",
@@ -86,5 +93,5 @@ def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
     run = WarmRun(sent, cached, time.perf_counter() - started)
     say = log.debug if cached == sent else log.info  # a refresh that found all: quiet
     say("paper cache: %d of %d papers' prompts prefilled (%d were cached) in %.1f s, ~%.0f of "
-        "%d MiB", sent - cached, len(papers), cached, run.seconds, need, room)
+        "%d MiB", sent - cached, len(prompts), cached, run.seconds, need, room)
     return run

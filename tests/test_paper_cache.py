@@ -62,6 +62,10 @@ def test_the_cache_is_not_filled_when_the_papers_would_not_fit_or_it_is_cancelle
     gen = cached.generator
     run = paper_cache.warm(with_generate(cached.settings, host_cache_mib=16), gen, papers)
     assert run.sent == 0 and "raise it to >=" in run.skipped, run.skipped
+    # the 1.5B's 200-token passage budget cuts every seed abstract to the question's sentences
+    cut = cached.settings.model_copy(update={"answer": cached.settings.answer.model_copy(
+        update={"context_tokens": 200})})
+    assert "no abstract fits whole" in paper_cache.warm(cut, gen, papers).skipped
     off = paper_cache.warm(with_generate(cached.settings, paper_cache=False), gen, papers)
     assert off.sent == 0 and "paper_cache is off" in off.skipped
     stop = threading.Event()
