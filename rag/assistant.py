@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
@@ -137,13 +137,15 @@ class Assistant:
         self.sentences.abbreviations()  # 22 ms for 57 abstracts, linear in them
         self.generator.warm_up(SYSTEM, COMPARE_SYSTEM)
 
-    def cache_papers(self, cancel: threading.Event | None = None) -> paper_cache.WarmRun:
-        """Prefill every paper's prompt into the engine's host cache (rag/paper_cache.py), so a
-        question about one paper prefills only its own words; it pauses while a question is
-        answered. `rag serve` runs it in the background, after an upload too."""
+    def cache_papers(self, cancel: threading.Event | None = None,
+                     only: Collection[str] | None = None) -> paper_cache.WarmRun:
+        """Prefill every paper's prompt (or `only` these papers') into the engine's host
+        cache (rag/paper_cache.py), so a question about one paper prefills only its own
+        words; it pauses while a question is answered. `rag serve` runs it in the background;
+        an upload runs it for the new papers."""
+        papers = [p for p in self.papers() if only is None or p.id in only]
         with self._caching:  # one run at a time: an upload's waits for the start's
-            return paper_cache.warm(self.settings, self.generator, self.papers(), cancel,
-                                    self.answering)
+            return paper_cache.warm(self.settings, self.generator, papers, cancel, self.answering)
 
     def refresh(self) -> None:
         """Re-read the index after an ingest (uploads): search, names and the typo vocabulary."""

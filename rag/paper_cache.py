@@ -12,9 +12,9 @@ question prefills only its own words and the template's few tokens instead of ~2
 `warm` prefills the papers' prompts one at a time, pausing while a question is answered, so
 `rag serve` runs it in the background with the chat open. A prompt already cached costs one
 restore and one token. Only abstracts that fit the passage budget whole are prefilled (a longer
-one is cut to the question's best sentences, so its prompt varies). It does nothing when the
-engine has no host cache, or when the papers' key/values (estimated from the preset) would not
-fit in it, since each would then evict an earlier one.
+one is cut to the question's best sentences, so its prompt varies), and only as many as the
+host cache holds with room to spare (their key/values estimated from the preset; prefilling
+more would evict the earlier ones). It does nothing when the engine has no host cache.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class WarmRun:
     cached: int = 0  # of those, already in the cache (restored, not prefilled)
     seconds: float = 0.0
     skipped: str = ""  # why no prompt was sent
+    note: str = ""  # why some papers were left out (the host cache holds only the first ones)
 
 
 def estimate_mib(settings: Settings, prompts: Sequence[str]) -> float:
@@ -74,13 +75,22 @@ def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
         return WarmRun(skipped=f"no abstract fits whole in the {budget}-token passage budget "
                        "(answer.context_tokens)" if papers else "no papers")
     prompts = [generator.format_chat(SYSTEM, paper_prefix(p)) for p in fits]
-    need = estimate_mib(settings, [str(p) for p in prompts])
-    if need > FILL * room:
-        return WarmRun(skipped=f"{len(fits)} papers' prompts need ~{need:.0f} MiB of host "
-                       f"cache and generate.host_cache_mib is {room}: raise it to "
-                       f">= {need / FILL:.0f} to cache them")
+    sizes = [estimate_mib(settings, [str(p)]) for p in prompts]
+    need, keep, taken = sum(sizes), 0, 0.0
+    while keep < len(sizes) and taken + sizes[keep] <= FILL * room:  # the first that fit
+        taken += sizes[keep]
+        keep += 1
+    note = "" if keep == len(prompts) else (
+        f"{len(prompts) - keep} of {len(prompts)} papers' prompts left out: they need ~{need:.0f} "
+        f"MiB of host cache and generate.host_cache_mib is {room}: raise it to >= "
+        f"{need / FILL:.0f} to cache them all")
+    if not keep:
+        return WarmRun(skipped=note)
+    if note:
+        log.warning("paper cache: %s", note)
+    prompts = prompts[:keep]
     log.info("paper cache: prefilling %d papers' prompts (~%.0f of %d MiB of host cache)",
-             len(prompts), need, room)
+             len(prompts), taken, room)
     sent = cached = 0
     for prompt in prompts:
         while pause is not None and pause() and not (cancel is not None and cancel.is_set()):
@@ -90,8 +100,8 @@ def warm(settings: Settings, generator: Generator, papers: Sequence[Paper],
         stats = generator.prefill(prompt)
         sent += 1
         cached += stats.prompt_tokens - stats.cached_prompt_tokens <= 2  # restore re-runs the last
-    run = WarmRun(sent, cached, time.perf_counter() - started)
+    run = WarmRun(sent, cached, time.perf_counter() - started, note=note)
     say = log.debug if cached == sent else log.info  # a refresh that found all: quiet
     say("paper cache: %d of %d papers' prompts prefilled (%d were cached) in %.1f s, ~%.0f of "
-        "%d MiB", sent - cached, len(prompts), cached, run.seconds, need, room)
+        "%d MiB", sent - cached, len(prompts), cached, run.seconds, taken, room)
     return run

@@ -57,11 +57,14 @@ def test_a_question_about_a_cached_paper_prefills_only_its_own_words(cached):
                                                                     miss.cached_prompt_tokens)
 
 
-def test_the_cache_is_not_filled_when_the_papers_would_not_fit_or_it_is_cancelled(cached):
+def test_the_cache_takes_what_fits_and_is_not_filled_when_off_or_cancelled(cached):
     papers = cached.papers()
     gen = cached.generator
+    # a host cache too small for all: the first papers that fit, and how to fit the rest
     run = paper_cache.warm(with_generate(cached.settings, host_cache_mib=16), gen, papers)
-    assert run.sent == 0 and "raise it to >=" in run.skipped, run.skipped
+    assert 0 < run.sent < 5 and "raise it to >=" in run.note, run
+    assert "raise it to >=" in paper_cache.warm(
+        with_generate(cached.settings, host_cache_mib=2), gen, papers).skipped
     # the 1.5B's 200-token passage budget cuts every seed abstract to the question's sentences
     cut = cached.settings.model_copy(update={"answer": cached.settings.answer.model_copy(
         update={"context_tokens": 200})})

@@ -347,6 +347,9 @@ def test_upload_makes_a_new_paper_answerable_in_the_same_session(
         shot(page, "upload-progress.png")
     added = sorted({p.id for p in assistant.papers()} - before)
     assert len(added) == 1, added
+    if assistant.generator.engine_kind == "llama.cpp":  # the upload prefilled its prompt
+        again = assistant.cache_papers(only=added)  # (rag/paper_cache.py): restored, not redone
+        assert (again.sent, again.cached) == (1, 1), again
     paper = assistant.paper(added[0])
     report = page.locator("#upload-report").inner_text()
     assert display_name(paper) in report  # titled at ingest (the label when the model's failed)

@@ -5,7 +5,6 @@ searchable (assistant.refresh()), mapped and titled (the atlas is re-read)."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,9 +21,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _cache_papers(assistant: Any) -> None:
+def _cache_papers(assistant: Any, ids: Sequence[str]) -> None:
     try:
-        assistant.cache_papers()
+        assistant.cache_papers(only=ids)
     except Exception as e:  # a speed feature: questions are answered without it
         log.warning("paper cache after the upload failed: %s", e)
 PROGRESS = gr.Progress()  # gradio fills in a per-call tracker for a parameter defaulting to it
@@ -154,10 +153,11 @@ def build_upload_tab(shared: Shared, after: Callable[[], tuple[Any, ...]],
         progress(0.95, desc="Refreshing search and the map")
         a.refresh()
         shared.atlas.reload()
-        # the new papers' prompts into the engine's host cache, while the chat stays usable
-        threading.Thread(target=_cache_papers, args=(a,), name="rag-paper-cache",
-                         daemon=True).start()
         new_ids = sorted({p.id for p in a.papers()} - before)
+        if new_ids:  # their prompts into the engine's host cache (~1.3 s each on the 0.5B),
+            # here rather than in a thread of its own that could outlive the app
+            progress(0.97, desc="Preparing the new papers for questions")
+            _cache_papers(a, new_ids)
         dup = list(getattr(rep, "duplicates", ()) or result.duplicates or ())
         html = report_html(rep, dup, new_ids, a.paper)
         return (html, gr.Button(interactive=False), *after())
