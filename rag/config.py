@@ -102,8 +102,8 @@ class GenerateSettings(BaseModel):
     # 1.5B 64; llama.cpp's own default is 8 GiB). 256 MiB grew the 1.5B app from 2.53 to
     # 2.73 GB over 25 answers (bench/results-memory-kv-host.json). 0: off
     host_cache_mib: int | None = Field(None, ge=0)
-    # llama.cpp: prefill each abstract's prompt once into that cache (rag/paper_cache.py), in
-    # the background at `rag serve` and before `rag eval`, when the cache has room for them all
+    # llama.cpp: prefill each abstract's prompt once into that cache (rag/paper_cache.py): in
+    # the background at `rag serve`, an upload's new papers as its last step, before `rag eval`
     paper_cache: bool = True
     llamacpp_build: Literal["auto", "prebuilt", "native"] = "auto"  # auto: `make native`'s if it passed
     draft_preset: str = ""  # llama.cpp speculative decoding: a smaller preset drafting for this one
