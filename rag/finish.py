@@ -69,8 +69,9 @@ class Finisher:
     # ---- before the model ---------------------------------------------------------------
 
     def direct(self, case: Case, target: str) -> Answer | None:
-        """Answers that need no model: an acronym's expansion as the abstract writes it, and
-        "not stated" for a detail the named paper's abstract never mentions."""
+        """Answers that need no model: an acronym's expansion as the abstract writes it, the
+        sentence with the paper's code link, and "not stated" for a detail the named paper's
+        abstract never mentions."""
         q, papers = case.q, case.papers
         asked = guard.asked(q, tuple(papers[target].label for _ in (0,) if target in papers))
         if asked.kind == "expansion":
@@ -84,6 +85,14 @@ class Finisher:
         if target not in papers:
             return None
         paper = papers[target]
+        if guard.asks_link(q):  # "Where is FedScar's code?": the sentence with its link, or
+            # "not stated" when the abstract gives none (no model: a 0.5B one wrote "PaperGuard
+            # is available on." for an abstract without a link, and "not stated" for one with)
+            spans = guard.link_sentences(paper)
+            if not spans:
+                return self.not_stated(case, "not-stated", first=target)
+            return case.answer(*extract.quote(paper, [Evidence(paper.id, s, e, 1.0)
+                                                      for s, e in spans]), reason="extracted")
         absent = self.absent(q, paper, papers, case.foreign)
         if absent:  # "What Elo rating does it reach on Go?": the abstract never names Go
             return self.not_stated(case, "not-stated", first=target, missing=absent)

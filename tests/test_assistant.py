@@ -241,3 +241,32 @@ def test_warm_up_loads_the_model_and_prefills_both_prompts(assistant):
     assert assistant.generator.loaded
     for system in (SYSTEM, COMPARE_SYSTEM):
         assert assistant.generator._prefixes[system].cache is not None
+
+
+@pytest.mark.parametrize("question, asks", [
+    ("Is there a public repo for it?", True),
+    ("Where do I get LARA's implementation?", True),
+    ("Has DeltaStack's source been open-sourced online?", True),
+    ("What license does the TaRO code use?", False),  # a license is no link
+    ("Which code generation benchmarks does Bi-NAC report?", False),
+    ("What does Holmes link the text query to?", False),
+])
+def test_asks_link_pure_logic(question, asks):
+    from rag.guard import asks_link
+
+    assert asks_link(question) is asks
+
+
+def test_a_question_for_the_code_gets_the_abstracts_link_or_not_stated(assistant):
+    """"Where is X's code?" quotes the abstract's sentence with the link, in the question's
+    language, and says "not stated" for an abstract that gives none, without the model."""
+    a = assistant.ask("Where could I grab the source for MotionGRPO?")
+    assert not a.abstained and a.reason == "extracted", a.text
+    assert "https://github.com/3DAgentWorld/MotionGRPO" in a.text
+    assert [c.paper_id for c in a.citations] == ["004-12"]
+    assert "github.com" in a.citations[0].quote
+    none = assistant.ask("Is the code for SecFid available somewhere?")
+    assert none.abstained and none.reason == "not-stated" and "000-07" in none.text, none.text
+    de = assistant.ask("Wo finde ich den Code von FB-PbRL?")
+    assert "https://github.com/rl-bandits-lab/FB-PbRL" in de.text and not de.abstained, de.text
+    assert de.language == "de" and [c.paper_id for c in de.citations] == ["004-18"]
