@@ -180,8 +180,6 @@ _LINK = re.compile(
     rf"\b{_CODE}\b.*\b(?:public|publicly|available|released|open[- ]sourced?|online|"
     r"downloadable)\b", re.IGNORECASE)
 _LICENSE = re.compile(r"\blicen[cs]", re.IGNORECASE)
-# a link as abstracts write it: a URL, or a code host's address without its scheme
-URL = re.compile(r"https?://\S+|\b(?:www\.|github\.com/|gitlab\.com/|huggingface\.co/)\S+")
 
 
 def asks_link(question: str) -> bool:
@@ -190,8 +188,10 @@ def asks_link(question: str) -> bool:
 
 
 def link_sentences(paper: Paper) -> list[tuple[int, int]]:
-    """The spans of the abstract's sentences that hold a link, in reading order."""
-    return [(s, e) for s, e in sentence_spans(paper.clean) if URL.search(paper.clean[s:e])]
+    """The spans of the abstract's sentences that hold one of its links (`Paper.links`, found
+    at ingest), in reading order."""
+    return [(s, e) for s, e in sentence_spans(paper.clean)
+            if any(u in paper.clean[s:e] for u in paper.links)]
 
 
 def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
