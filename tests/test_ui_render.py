@@ -325,3 +325,16 @@ def test_upload_check_lists_errors_new_papers_and_duplicates() -> None:
     good = check_html(NS(ok=True, errors=(), new_papers=1, duplicates=("000-01 (SSL4RL)",),
                          warnings=(), papers=(PAPERS_BY["003-14"],)))
     assert "1 new paper" in good and "003-14 · TaRO" in good and "already in" in good
+
+
+def test_a_url_in_an_answer_is_a_link_that_opens_in_a_new_tab() -> None:
+    from ui.render import linked
+
+    out = linked('Code: https://github.com/a/b?x=1&y="2". <b>Next</b> [1]')
+    assert '<a class="ext" href="https://github.com/a/b?x=1&amp;y=" target="_blank" ' \
+        'rel="noopener noreferrer">https://github.com/a/b?x=1&amp;y=</a>' in out
+    assert "&quot;2&quot;. &lt;b&gt;Next&lt;/b&gt; [1]" in out  # the rest stays escaped text
+    assert linked("no link here, www.example.com") == "no link here, www.example.com"
+    assert linked("javascript:alert(1) http://x.org/p).") == \
+        'javascript:alert(1) <a class="ext" href="http://x.org/p" target="_blank" ' \
+        'rel="noopener noreferrer">http://x.org/p</a>).'

@@ -18,6 +18,7 @@ from rag.types import Answer, Citation, Comparison, Hit, Paper
 _MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$")
+_URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>]+")
 
 STAGES = {"searching": "Searching the abstracts", "writing": "Writing the answer",
           "loading": "Loading the model", "comparing": "Comparing", "stopping": "Stopping"}
@@ -60,8 +61,22 @@ def link_markers(escaped: str, markers: Iterable[int], scope: str) -> str:
     return _MARKERS.sub(sub, escaped)
 
 
+def linked(text: str) -> str:
+    """Escaped `text` with each http(s) URL in it a link that opens in a new tab (a code
+    link an answer quotes is one click away); a sentence's closing stop is no part of it."""
+    out, pos = [], 0
+    for m in _URL_IN_TEXT.finditer(text):
+        url = m.group(0).rstrip(".,;:!?)]}")
+        out.append(esc(text[pos:m.start()]))
+        out.append(f'<a class="ext" href="{esc(url)}" target="_blank" '
+                   f'rel="noopener noreferrer">{esc(url)}</a>')
+        pos = m.start() + len(url)
+    out.append(esc(text[pos:]))
+    return "".join(out)
+
+
 def _text_html(text: str, markers: Iterable[int], scope: str) -> str:
-    return link_markers(esc(text), markers, scope).replace("\n", "<br>")
+    return link_markers(linked(text), markers, scope).replace("\n", "<br>")
 
 
 def _unsupported(inner: str) -> str:
