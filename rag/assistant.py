@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import replace
 
 from rag import compare as cmp
-from rag import extract, messages, models, names, paper_cache, rewrite
+from rag import extract, links, messages, models, names, paper_cache, rewrite
 from rag.chunk import sentence_spans
 from rag.cite import attach
 from rag.config import Settings
@@ -366,6 +366,9 @@ class Assistant:
         q, papers = route.query, self.retriever.papers
         hits = self._hits(route)
         yield Sources(tuple(hits), tuple(_distinct_papers(hits, papers)))
+        if route.link_topic is not None:
+            yield from self._find_links(route, hits, t0)
+            return
         wide = list(q.pool) if route.find == "many" else []  # the same search, further down
         order = _distinct_papers(hits + wide, papers)[:10]
         own = names.own_names(q.search, names.common_names(papers)) \
@@ -388,6 +391,34 @@ class Assistant:
                            abstained=False, sentences=sentences,
                            closest=tuple(p.id for p in order[:3]), notice=q.notice,
                            seconds=time.perf_counter() - t0,
+                           first_token_seconds=time.perf_counter() - t0))
+
+    def _find_links(self, route: Route, hits: list[Hit], t0: float) -> Iterator[Event]:
+        """"Which papers (on X) have public code?": the papers whose abstracts give a link,
+        each with the sentence holding it; on a topic, those of them its list would name, and
+        with none, "not stated" for the topic's best paper."""
+        q, papers, a = route.query, self.retriever.papers, self.settings.answer
+        listed = list(papers.values())
+        if route.link_topic:  # the papers the topic's own list names, then those with code
+            order = _distinct_papers(hits + list(q.pool), papers)[:10]
+            ranked, topic = extract.paper_scores(order, route.link_topic, self.sentences,
+                                                 q.vector, (1.0,), extract.TOPIC_WEIGHTS)
+            listed = extract.choose(order, ranked, "many", [], a.list_floor, a.list_gap,
+                                    a.list_most, topic, a.list_topic_floor, a.list_topic_gap,
+                                    a.list_topic_relative)
+        linked = [p for p in listed if links.link_sentences(p)]
+        closest = tuple(p.id for p in (listed or _distinct_papers(hits, papers))[:3])
+        if not linked:
+            case = Case(q.search, papers, tuple(hits), closest, q.notice)
+            yield Final(replace(self.finisher.not_stated(case, "not-stated",
+                                                         first=closest[0] if closest else None),
+                                seconds=time.perf_counter() - t0))
+            return
+        text, citations, sentences = links.listing(linked)
+        yield Token(strip_markers(text))
+        yield Final(Answer(question=q.text, text=text, citations=citations, hits=tuple(hits),
+                           abstained=False, sentences=sentences, closest=closest,
+                           notice=q.notice, seconds=time.perf_counter() - t0,
                            first_token_seconds=time.perf_counter() - t0))
 
     def _answer(self, route: Route, stop: threading.Event | None, t0: float) -> Iterator[Event]:

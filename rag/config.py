@@ -198,6 +198,10 @@ class RouteSettings(BaseModel):
     # questions were such words ("chokepoints" -> "keypoints"), none a typo (rag/spelling.py)
     typo_english_zipf: float = Field(3.0, ge=0)
     fuzzy_name: float = 80.0  # rapidfuzz ratio for a misspelt paper name
+    # "Which papers have made their code public?": once the code words go, a word this common
+    # in English or more (wordfreq Zipf: "made" 5.9) names no topic, a rarer one does ("video"
+    # 5.4, "privacy" 4.4); dev q707-q709
+    link_topic_zipf: float = Field(5.5, ge=0)
 
 
 class TranslateSettings(BaseModel):

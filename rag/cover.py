@@ -49,6 +49,18 @@ def stems(text: str) -> set[str]:
     return stem_set([w for w in tokenize(text) if not w.isdigit() and len(w) > 2]) - _FRAME_STEMS
 
 
+def topic_words(text: str, common: float) -> list[str]:
+    """The words of `text` that name a subject: its acronyms ("RL"), and its content words
+    rarer in English than Zipf `common`, less the words that frame a topic question ("Which
+    papers look at ...?")."""
+    from wordfreq import zipf_frequency
+
+    acronyms = re.findall(r"\b[A-Z][A-Z0-9]+\b", text)
+    words = [w for w in tokenize(text) if not w.isdigit() and len(w) > 2
+             and not stem_set([w]) <= _TOPIC_FRAME_STEMS and zipf_frequency(w, "en") < common]
+    return acronyms + words
+
+
 def left_out(question: str, answer: str, paper: Paper) -> set[str]:
     """Stems of the question that the paper's abstract has and the answer lacks (the paper's
     own name never counts: every sentence of it is about the paper)."""

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from rag import acronyms, cover, extract, guard, language, messages, names
+from rag import acronyms, cover, extract, guard, language, links, messages, names
 from rag.chunk import sentence_spans
 from rag.cite import attach, citation, looked_here
 from rag.config import Settings
@@ -85,10 +85,10 @@ class Finisher:
         if target not in papers:
             return None
         paper = papers[target]
-        if guard.asks_link(q):  # "Where is FedScar's code?": the sentence with its link, or
+        if links.asks_link(q):  # "Where is FedScar's code?": the sentence with its link, or
             # "not stated" when the abstract gives none (no model: a 0.5B one wrote "PaperGuard
             # is available on." for an abstract without a link, and "not stated" for one with)
-            spans = guard.link_sentences(paper)
+            spans = links.link_sentences(paper)
             if not spans:
                 return self.not_stated(case, "not-stated", first=target)
             return case.answer(*extract.quote(paper, [Evidence(paper.id, s, e, 1.0)

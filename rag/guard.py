@@ -169,31 +169,6 @@ class Asked:
 
 _CATEGORY = frozenset("kind kinds type types sort sorts".split())
 
-# "Where can I find FedScar's implementation?", "Give me the repository link for Holmes", "Is
-# its code public?": asks where the code is, which an abstract gives as a link or not at all.
-# A license is no link ("Under which license is the code released?"). Fitted on dev
-# (q644-q648, with q71 and q433 as the near misses a looser list took).
-_CODE = r"(?:code|codes|codebase|source|implementation|implementations)"
-_LINK = re.compile(
-    r"\b(?:github|gitlab|repo|repository|urls?|project (?:page|website)|home ?page)\b|"
-    rf"\bwhere\b.*\b{_CODE}\b|\b{_CODE}\b.*\bwhere\b|\blinks?\b.*\b{_CODE}\b|"
-    rf"\b{_CODE}\b.*\b(?:public|publicly|available|released|open[- ]sourced?|online|"
-    r"downloadable)\b", re.IGNORECASE)
-_LICENSE = re.compile(r"\blicen[cs]", re.IGNORECASE)
-
-
-def asks_link(question: str) -> bool:
-    """Whether `question` (English) asks where a paper's code or project page is."""
-    return bool(_LINK.search(question)) and not _LICENSE.search(question)
-
-
-def link_sentences(paper: Paper) -> list[tuple[int, int]]:
-    """The spans of the abstract's sentences that hold one of its links (`Paper.links`, found
-    at ingest), in reading order."""
-    return [(s, e) for s, e in sentence_spans(paper.clean)
-            if any(u in paper.clean[s:e] for u in paper.links)]
-
-
 def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
     """What `question` (English) asks for; `names` are paper labels to skip over."""
     kind: Kind = "expansion" if _EXPANSION.search(question) or _MEANS.search(question) else \

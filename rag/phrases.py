@@ -148,6 +148,8 @@ NAME_OF = re.compile(r"^\s*(?:(?:what|which)(?:'s|\s+is|\s+was|\s+are|\s+were)\s
 # "... proposed in the paper on logistic bandits": the name asked is a detail of one paper
 IN_PAPER = re.compile(r"\b(?:in|of|from|by)\s+(?:the|this|that)\s+(?:paper|article|work|study)\b",
                        re.IGNORECASE)
+# papers in the plural, however qualified ("Which RL papers ...", "Do any papers ...")
+PAPERS = re.compile(r"\b(?:papers|works|articles|studies)\b", re.IGNORECASE)
 # a yes/no question about something other than "the paper", "it" or "this method": naming
 # no paper, it asks whether the collection has such work ("Can X be done without Y?")
 YESNO = re.compile(r"^\s*(?:(?:okay|ok|and|so|also|then)\b[.,]?\s+)*(?:is|are|does|do|did|can|could|has|"

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 
 from rag import compare as cmp
-from rag import cover, language, names, spelling
+from rag import cover, language, links, names, spelling
 from rag import phrases as ph
 from rag.config import RouteSettings
 from rag.errors import RagError
@@ -71,6 +71,8 @@ class Route:
     request: cmp.Request | None = None
     evidence: dict[str, float] = field(default_factory=dict)  # the numbers behind the choice
     missing: tuple[str, ...] = ()  # decline: the names the question asks about that no abstract has
+    # find: papers that give a code link, on this topic ("" = all of them); None: no such ask
+    link_topic: str | None = None
 
 
 class Router:
@@ -224,6 +226,20 @@ class Router:
                 named = tuple(p for p in prev if p in q.named) or prev
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
+        link_topic = None
+        if not q.named and links.asks_link(q.search) and (
+                kind is not None or ph.PAPERS.search(q.search) or ph.YESNO.match(q.search)):
+            # "Which (RL) papers on video have public code?": the code link filters the list,
+            # and the rest of the question is its topic, searched and gated on its own
+            kind = kind or "many"
+            topic = links.link_topic(q.search)
+            if not cover.topic_words(topic, s.link_topic_zipf):  # "Which papers have made ?"
+                return Route("find", "asks which papers give a code link", q, find="many",
+                             evidence=evidence, link_topic="")
+            link_topic = topic
+            vector, pool, best = self._search(link_topic)
+            evidence["topic"] = round(best, 3)
+            q = replace(q, vector=vector, hits=tuple(pool[:8]), pool=tuple(pool), best=best)
         if not q.named and q.best < s.offtopic_threshold and not self._covered(q, evidence) \
                 and not self._written(q, evidence):
             wider = self._expanded(q, evidence)
@@ -249,8 +265,9 @@ class Router:
             kind = "one"  # "Is infrared also used like that for dark videos?": yes, in this paper
         via = f" (searched as: {q.expanded})" if q.expanded else ""
         if kind is not None:
-            return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match{via}",
-                         q, find=kind, evidence=evidence)
+            return Route("find", f"asks which {'paper' if kind == 'one' else 'papers'} match{via}"
+                         + (" and give a code link" if link_topic else ""),
+                         q, find=kind, evidence=evidence, link_topic=link_topic)
         return Route("ask", f"a question about the papers' content{via}", q, evidence=evidence)
 
     def _expanded(self, q: Query, evidence: dict[str, float]) -> Query | None:

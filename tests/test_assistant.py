@@ -250,9 +250,11 @@ def test_warm_up_loads_the_model_and_prefills_both_prompts(assistant):
     ("What license does the TaRO code use?", False),  # a license is no link
     ("Which code generation benchmarks does Bi-NAC report?", False),
     ("What does Holmes link the text query to?", False),
+    ("Which agents fix GitHub issues?", False),  # GitHub's issues, not a code host
+    ("Do the video papers release their code?", True),
 ])
 def test_asks_link_pure_logic(question, asks):
-    from rag.guard import asks_link
+    from rag.links import asks_link
 
     assert asks_link(question) is asks
 
@@ -270,3 +272,20 @@ def test_a_question_for_the_code_gets_the_abstracts_link_or_not_stated(assistant
     de = assistant.ask("Wo finde ich den Code von FB-PbRL?")
     assert "https://github.com/rl-bandits-lab/FB-PbRL" in de.text and not de.abstained, de.text
     assert de.language == "de" and [c.paper_id for c in de.citations] == ["004-18"]
+
+
+def test_which_papers_have_code_lists_the_abstracts_that_offer_it(assistant):
+    """"Which papers share their code?" is a filter, not a topic: every paper whose abstract
+    offers its code, each quoting that sentence; with a topic, its papers that offer code;
+    and a topic whose papers offer none gets "not stated" for its best paper."""
+    every = assistant.ask("Which of these papers have made their implementation public?")
+    cited = {c.paper_id for c in every.citations}
+    offering = {p.id for p in assistant.retriever.papers.values() if p.links} | {"000-16"}
+    assert cited == offering and len(cited) == 16, (cited ^ offering, every.text)
+    assert "https://zju-xyc.github.io/VIA-SD-Project-Page/" in every.text
+    video = assistant.ask("Which papers about video retrieval or grounding share code?")
+    assert not video.abstained and "003-04" in {c.paper_id for c in video.citations}, video.text
+    assert "https://github.com/lijun2005/ICML26-Holmes" in video.text
+    assert {c.paper_id for c in video.citations} <= offering
+    none = assistant.ask("Do any papers on hypothesis testing for Rényi privacy release code?")
+    assert none.abstained and none.reason == "not-stated" and "000-02" in none.text, none.text

@@ -1,0 +1,86 @@
+"""Code links: whether a question asks where a paper's code is, and the abstract sentence
+that says so.
+
+15 of the 57 seed abstracts give a link to their code or project page (`Paper.links`, found at
+ingest) and one more says its code is on a project page without giving it. "Where is FedScar's
+code?" is answered with that sentence, without the model (rag/finish.py), and "Which papers
+(on X) share their code?" lists the papers whose abstracts offer it (rag/route.py,
+rag/assistant.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.chunk import sentence_spans
+from rag.extract import paper_name
+from rag.types import AnswerSentence, Citation, Paper
+
+# "Where can I find FedScar's implementation?", "Give me the repository link for Holmes", "Is
+# its code public?": asks where the code is, which an abstract gives as a link or not at all.
+# A license is no link ("Under which license is the code released?"). Fitted on dev
+# (q644-q648, with q71 and q433 as the near misses a looser list took).
+_CODE = r"(?:code|codes|codebase|source|implementation|implementations)"
+_LINK = re.compile(
+    # GitHub as a code host, not its issues ("agents that resolve real GitHub issues", q386)
+    r"\b(?:git(?:hub|lab)(?!\s+(?:issues?|stars?|actions?|copilot)\b)|repo|repository|urls?|"
+    r"project (?:page|website)|home ?page)\b|"
+    rf"\bwhere\b.*\b{_CODE}\b|\b{_CODE}\b.*\bwhere\b|\blinks?\b.*\b{_CODE}\b|"
+    rf"\b{_CODE}\b.*\b(?:public|publicly|available|released|open[- ]sourced?|online|"
+    r"downloadable)\b|"
+    # ... or those words just before it: "release their code", "have public code"
+    r"\b(?:public|publicly available|available|open[- ]source[ds]?|release[sd]?|releasing|"
+    rf"share[sd]?|sharing|publish(?:es|ed)?)\s+(?:[\w-]+\s+){{0,2}}{_CODE}\b", re.IGNORECASE)
+_LICENSE = re.compile(r"\blicen[cs]", re.IGNORECASE)
+
+
+def asks_link(question: str) -> bool:
+    """Whether `question` (English) asks where a paper's code or project page is."""
+    return bool(_LINK.search(question)) and not _LICENSE.search(question)
+
+
+# what a code question asks besides the code: its words less the code and availability words
+# ("Which papers on video have public code?" -> "papers on video"; "Which papers release their
+# code?" -> "papers", no topic)
+_LINK_WORDS = re.compile(
+    r"\b(?:source code|project (?:page|website)|home ?page|code|codes|codebase|source|"
+    r"implementations?|repo|repos|repository|repositories|github|gitlab|urls?|links?|public|"
+    r"publicly|available|availability|release|released|releases|open[- ]sourced?|online|"
+    r"publish|publishes|published|is there|are there|"
+    r"downloadable|where|have|has|give|gives|provide|provides|share|shares|with|their|its)\b",
+    re.IGNORECASE)
+
+
+def link_topic(question: str) -> str:
+    """`question` less its code-link words: the topic a list of papers with code is about."""
+    return " ".join(_LINK_WORDS.sub(" ", question).split())
+
+
+# "Code and models are available on the project page.": code offered, with no link written
+_CODE_OFFERED = re.compile(r"\b(?:code|codes|implementation|source code)\b.*\b(?:available|"
+                           r"released|open[- ]sourced|public)\b", re.IGNORECASE)
+
+
+def link_sentences(paper: Paper) -> list[tuple[int, int]]:
+    """The spans of the abstract's sentences that hold one of its links (`Paper.links`, found
+    at ingest) or say that its code is available, in reading order."""
+    return [(s, e) for s, e in sentence_spans(paper.clean)
+            if any(u in paper.clean[s:e] for u in paper.links) or
+            _CODE_OFFERED.search(paper.clean[s:e])]
+
+
+def listing(papers: list[Paper]) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
+    """'Label (id): the sentence with its link [n]' for each paper, numbered in order."""
+    parts: list[str] = []
+    citations: list[Citation] = []
+    sentences: list[AnswerSentence] = []
+    for n, p in enumerate(papers, start=1):
+        spans = link_sentences(p)
+        line = f"{paper_name(p)} ({p.id}): " + " ".join(p.clean[s:e] for s, e in spans)
+        citations += [Citation(n, p.id, p.label, f"{p.id}#0", p.clean[s:e], s, e, True, 1.0)
+                      for s, e in spans]
+        sentences.append(AnswerSentence(line, (n,), True))
+        parts.append(f"- {line} [{n}]")
+    lead = "These papers make their code available:\n" if len(papers) > 1 else ""
+    return lead + "\n".join(parts if len(papers) > 1 else [x[2:] for x in parts]), \
+        tuple(citations), tuple(sentences)
