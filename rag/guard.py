@@ -169,6 +169,7 @@ class Asked:
 
 _CATEGORY = frozenset("kind kinds type types sort sorts".split())
 
+
 def asked(question: str, names: tuple[str, ...] = ()) -> Asked:
     """What `question` (English) asks for; `names` are paper labels to skip over."""
     kind: Kind = "expansion" if _EXPANSION.search(question) or _MEANS.search(question) else \

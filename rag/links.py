@@ -20,7 +20,8 @@ from rag.types import AnswerSentence, Citation, Paper
 # its code public?": asks where the code is, which an abstract gives as a link or not at all.
 # A license is no link ("Under which license is the code released?"). Fitted on dev
 # (q644-q648, with q71 and q433 as the near misses a looser list took).
-_CODE = r"(?:code|codes|codebase|source|implementation|implementations)"
+# "source" only as "source code": "Where is the source of its speedup?" asks no link
+_CODE = r"(?:code|codes|codebase|source code|implementation|implementations)"
 _LINK = re.compile(
     # GitHub as a code host, not its issues ("agents that resolve real GitHub issues", q386)
     r"\b(?:git(?:hub|lab)(?!\s+(?:issues?|stars?|actions?|copilot)\b)|repo|repository|urls?|"

@@ -246,7 +246,8 @@ def test_warm_up_loads_the_model_and_prefills_both_prompts(assistant):
 @pytest.mark.parametrize("question, asks", [
     ("Is there a public repo for it?", True),
     ("Where do I get LARA's implementation?", True),
-    ("Has DeltaStack's source been open-sourced online?", True),
+    ("Has DeltaStack's source code been open-sourced online?", True),
+    ("Where is the source of SVOO's speedup?", False),  # "source" alone is no code
     ("What license does the TaRO code use?", False),  # a license is no link
     ("Which code generation benchmarks does Bi-NAC report?", False),
     ("What does Holmes link the text query to?", False),
@@ -262,7 +263,7 @@ def test_asks_link_pure_logic(question, asks):
 def test_a_question_for_the_code_gets_the_abstracts_link_or_not_stated(assistant):
     """"Where is X's code?" quotes the abstract's sentence with the link, in the question's
     language, and says "not stated" for an abstract that gives none, without the model."""
-    a = assistant.ask("Where could I grab the source for MotionGRPO?")
+    a = assistant.ask("Where could I grab the source code for MotionGRPO?")
     assert not a.abstained and a.reason == "extracted", a.text
     assert "https://github.com/3DAgentWorld/MotionGRPO" in a.text
     assert [c.paper_id for c in a.citations] == ["004-12"]
