@@ -43,6 +43,7 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None,
 HOSTILE = [
     "<script>alert(1)</script>", "<SCRIPT SRC=//evil.example/x.js></SCRIPT>",
     "<img src=http://evil.example/x.png onerror=alert(1)>", "javascript:alert(1)",
+    "![x](http://evil.example/t.png)javascript:alert(1)",  # found here: a URL now becomes a link
     "[click](javascript:alert(1))", "![x](http://evil.example/t.png)", '"><svg onload=alert(1)>',
     "' onmouseover='alert(1)", "<a href=\"javascript:alert(1)\">x</a>", "<iframe src=//e.x>",
     "<style>*{}</style>", "&lt;b&gt;", "&amp;", "&#60;script&#62;", "<!--", "-->", "]]>",

@@ -338,3 +338,11 @@ def test_a_url_in_an_answer_is_a_link_that_opens_in_a_new_tab() -> None:
     assert linked("javascript:alert(1) http://x.org/p).") == \
         'javascript:alert(1) <a class="ext" href="http://x.org/p" target="_blank" ' \
         'rel="noopener noreferrer">http://x.org/p</a>).'
+
+
+def test_a_url_ends_at_a_bracket_and_a_script_scheme_is_never_linked() -> None:
+    from ui.render import linked
+
+    out = linked("![x](http://evil.example/t.png)javascript:alert(1) http://a.org/javascript:x")
+    assert 'href="http://evil.example/t.png"' in out and "javascript:alert(1)" in out
+    assert out.count("<a ") == 1  # the second URL holds a script scheme: left as text

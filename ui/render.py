@@ -18,7 +18,8 @@ from rag.types import Answer, Citation, Comparison, Hit, Paper
 _MARKERS = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _SAFE_URL = re.compile(r"^https?://[^\s\"'<>]+$")
-_URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>]+")
+# a URL in answer text: it ends at a bracket ("[GitHub](https://...)." in Bi-NAC's abstract)
+_URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>()\[\]{}]+")
 
 STAGES = {"searching": "Searching the abstracts", "writing": "Writing the answer",
           "loading": "Loading the model", "comparing": "Comparing", "stopping": "Stopping"}
@@ -66,7 +67,9 @@ def linked(text: str) -> str:
     link an answer quotes is one click away); a sentence's closing stop is no part of it."""
     out, pos = [], 0
     for m in _URL_IN_TEXT.finditer(text):
-        url = m.group(0).rstrip(".,;:!?)]}")
+        url = m.group(0).rstrip(".,;:!?")
+        if "script:" in url.lower():  # "http://x/t.png)javascript:..." stays text
+            continue
         out.append(esc(text[pos:m.start()]))
         out.append(f'<a class="ext" href="{esc(url)}" target="_blank" '
                    f'rel="noopener noreferrer">{esc(url)}</a>')
