@@ -395,11 +395,13 @@ class Assistant:
 
     def _find_links(self, route: Route, hits: list[Hit], t0: float) -> Iterator[Event]:
         """"Which papers (on X) have public code?": the papers whose abstracts give a link,
-        each with the sentence holding it; on a topic, those of them its list would name, and
-        with none, "not stated" for the topic's best paper."""
+        each with the sentence holding it; on a topic, those of them its list would name; after
+        a list ("Which of them share code?"), those of its papers; with none, "not stated" for
+        the best of them."""
         q, papers, a = route.query, self.retriever.papers, self.settings.answer
-        listed = list(papers.values())
-        if route.link_topic:  # the papers the topic's own list names, then those with code
+        listed = [papers[p] for p in route.context if p in papers] if route.context else \
+            list(papers.values())
+        if route.link_topic and not route.context:  # the topic's own list, then those with code
             order = _distinct_papers(hits + list(q.pool), papers)[:10]
             ranked, topic = extract.paper_scores(order, route.link_topic, self.sentences,
                                                  q.vector, (1.0,), extract.TOPIC_WEIGHTS)

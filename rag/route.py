@@ -224,6 +224,10 @@ class Router:
                 # naming one of them ("How does TaRO do it?" after comparing two) narrows the
                 # follow-up to the ones it names
                 named = tuple(p for p in prev if p in q.named) or prev
+                if len(named) > 1 and links.asks_link(q.search):  # "Which of them share code?"
+                    return Route("find", "asks which of the previous answer's papers give a "
+                                 "code link", q, find="many", context=named, evidence=evidence,
+                                 link_topic="")
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
         link_topic = None

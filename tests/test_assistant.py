@@ -290,3 +290,15 @@ def test_which_papers_have_code_lists_the_abstracts_that_offer_it(assistant):
     assert {c.paper_id for c in video.citations} <= offering
     none = assistant.ask("Do any papers on hypothesis testing for Rényi privacy release code?")
     assert none.abstained and none.reason == "not-stated" and "000-02" in none.text, none.text
+
+
+def test_which_of_them_share_code_after_a_list_filters_that_list(assistant):
+    """After a list, "Which of them share their code?" is those of its papers whose abstracts
+    offer it, each with that sentence, not the model's answer about the first one alone."""
+    history = [Turn(question="Which papers are about videos?",
+                    answer="These papers match: AMNet [1], Holmes [2], SVOO [3].",
+                    paper_ids=("000-16", "003-04", "003-03"))]
+    a = assistant.ask("And which of those have released code?", history)
+    assert not a.abstained and a.intent == "find", (a.reason, a.text)
+    assert {c.paper_id for c in a.citations} == {"000-16", "003-04"}, a.text  # SVOO offers none
+    assert "https://github.com/lijun2005/ICML26-Holmes" in a.text
