@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 from rag.chunk import sentence_spans
-from rag.extract import paper_name
+from rag.evidence import Evidence
+from rag.extract import quote
 from rag.types import AnswerSentence, Citation, Paper
 
 # "Where can I find FedScar's implementation?", "Give me the repository link for Holmes", "Is
@@ -71,17 +72,12 @@ def link_sentences(paper: Paper) -> list[tuple[int, int]]:
 
 
 def listing(papers: list[Paper]) -> tuple[str, tuple[Citation, ...], tuple[AnswerSentence, ...]]:
-    """'Label (id): the sentence with its link [n]' for each paper, numbered in order."""
-    parts: list[str] = []
-    citations: list[Citation] = []
-    sentences: list[AnswerSentence] = []
-    for n, p in enumerate(papers, start=1):
-        spans = link_sentences(p)
-        line = f"{paper_name(p)} ({p.id}): " + " ".join(p.clean[s:e] for s, e in spans)
-        citations += [Citation(n, p.id, p.label, f"{p.id}#0", p.clean[s:e], s, e, True, 1.0)
-                      for s, e in spans]
-        sentences.append(AnswerSentence(line, (n,), True))
-        parts.append(f"- {line} [{n}]")
-    lead = "These papers make their code available:\n" if len(papers) > 1 else ""
-    return lead + "\n".join(parts if len(papers) > 1 else [x[2:] for x in parts]), \
-        tuple(citations), tuple(sentences)
+    """'Label (id): the sentence with its link [n]' for each paper (extract.quote), numbered
+    in order, under one lead line when there are several."""
+    quoted = [quote(p, [Evidence(p.id, s, e, 1.0) for s, e in link_sentences(p)], n)
+              for n, p in enumerate(papers, start=1)]
+    if len(quoted) == 1:
+        return quoted[0]
+    text = "These papers make their code available:\n" + "\n".join(f"- {t}" for t, _, _ in quoted)
+    return text, tuple(c for _, cs, _ in quoted for c in cs), \
+        tuple(a for _, _, ss in quoted for a in ss)
