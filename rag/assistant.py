@@ -405,9 +405,10 @@ class Assistant:
             order = _distinct_papers(hits + list(q.pool), papers)[:10]
             ranked, topic = extract.paper_scores(order, route.link_topic, self.sentences,
                                                  q.vector, (1.0,), extract.TOPIC_WEIGHTS)
-            listed = extract.choose(order, ranked, "many", [], a.list_floor, a.list_gap,
-                                    a.list_most, topic, a.list_topic_floor, a.list_topic_gap,
-                                    a.list_topic_relative)
+            # "the paper on X" keeps the one paper of that topic, "papers on X" its list
+            listed = extract.choose(order, ranked, route.find or "many", [], a.list_floor,
+                                    a.list_gap, a.list_most, topic, a.list_topic_floor,
+                                    a.list_topic_gap, a.list_topic_relative)
         linked = [p for p in listed if links.link_sentences(p)]
         closest = tuple(p.id for p in (listed or _distinct_papers(hits, papers))[:3])
         if not linked:

@@ -32,13 +32,23 @@ _LINK = re.compile(
     r"downloadable)\b|"
     # ... or those words just before it: "release their code", "have public code"
     r"\b(?:public|publicly available|available|open[- ]source[ds]?|release[sd]?|releasing|"
-    rf"share[sd]?|sharing|publish(?:es|ed)?)\s+(?:[\w-]+\s+){{0,2}}{_CODE}\b", re.IGNORECASE)
+    r"share[sd]?|sharing|publish(?:es|ed)?|provide[sd]?|providing|offer(?:s|ed)?)\s+"
+    rf"(?:[\w-]+\s+){{0,2}}{_CODE}\b", re.IGNORECASE)
 _LICENSE = re.compile(r"\blicen[cs]", re.IGNORECASE)
 
 
 def asks_link(question: str) -> bool:
     """Whether `question` (English) asks where a paper's code or project page is."""
     return bool(_LINK.search(question)) and not _LICENSE.search(question)
+
+
+_CODE_WORD = re.compile(rf"\b{_CODE}\b", re.IGNORECASE)
+
+
+def names_code(question: str) -> bool:
+    """Whether `question` says code ("Does the paper on X have public code?"), not just a
+    repository ("From which public repository were the models drawn?" asks for a data source)."""
+    return bool(_CODE_WORD.search(question))
 
 
 # what a code question asks besides the code: its words less the code and availability words

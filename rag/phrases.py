@@ -35,9 +35,25 @@ FINDING = re.compile(
     re.IGNORECASE)
 
 
+# HTML pasted into the box ("<img src=x onerror=alert(1)> github??" was read as German and
+# answered about a made-up "BEXA-Image"): the tags of common elements go, their text stays;
+# "k < 5 and n > 3" or "a <b> c" of no known element stay as written
+_TAG_NAMES = (r"a|abbr|audio|b|body|br|button|code|div|em|embed|form|h[1-6]|head|hr|html|i|"
+              r"iframe|img|input|link|li|math|meta|object|ol|p|pre|script|select|small|source|"
+              r"span|strong|style|sub|sup|svg|table|td|textarea|th|tr|u|ul|video")
+MARKUP = re.compile(rf"<\s*/?\s*(?:{_TAG_NAMES})(?:\s[^<>]*)?/?\s*>", re.IGNORECASE)
+
+
 def clean_question(question: str, limit: int) -> tuple[str, str]:
-    """(question, notice): control characters removed, whitespace folded, length capped."""
-    q = " ".join(CONTROL.sub(" ", question or "").split())
+    """(question, notice): HTML tags, control characters removed, whitespace folded, length
+    capped."""
+    raw = CONTROL.sub(" ", question or "")
+    stripped = MARKUP.sub(" ", raw)
+    q = " ".join(stripped.split())
+    if stripped != raw:
+        text, notice = clean_question(q, limit)
+        return text, " ".join(n for n in ("HTML tags were removed from your question.", notice)
+                              if n)
     if len(q) <= limit:
         return q, ""
     # a pasted text with the question at its end ("<3,000 characters of notes> Which paper
@@ -161,6 +177,19 @@ NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"(?:question|topic|subject)|switching\s+(?:topics?|gears|subjects?)|"
                         r"chang(?:e|ing)\s+(?:the\s+)?(?:topic|subject)|on\s+another\s+note|"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
+# a paper named by what it is about ("Where is the code of the paper about privacy auditing?"):
+# after an answer about another paper this is a new question, as a name would be
+DESCRIBED = re.compile(r"\bthe\s+(?:paper|work|study|article)\s+(?:on|about|that|which|"
+                       r"proposing|introducing|showing|where|studying|analy[sz]ing)\s+(.+)",
+                       re.IGNORECASE)
+
+
+def described(question: str) -> str:
+    """What "the paper on/about/that ..." says the paper is about, or ""."""
+    m = DESCRIBED.search(question)
+    return m.group(1).strip() if m else ""
+
+
 # a greeting, thanks or a request for help, and nothing else (filler words around one)
 THANKS = (r"thanks?|thank\s+you|many\s+thanks|thx|ty|cheers|great|cool|nice|perfect|awesome|"
           r"ok(?:ay)?|got\s+it")

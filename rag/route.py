@@ -212,7 +212,9 @@ class Router:
             return Route("followup", "refers to the previous answer's papers by their place", q,
                          context=tuple(picked), evidence=evidence)
         if prev and not (set(q.named) - set(prev)) and kind is None and \
-                not ph.NEW_TOPIC.search(q.search):  # "Different question: ...": the user says so
+                not ph.NEW_TOPIC.search(q.search) and \
+                not self._describes_another(q, prev, evidence):
+            # "Different question: ...": the user says so; "the paper about X": X names another
             prev_sim = self._similarity(q, prev)
             evidence["previous"] = round(prev_sim, 3)
             alone_confident = q.best >= s.followup_confident and top not in prev
@@ -231,15 +233,18 @@ class Router:
                 return Route("followup", "refers to the previous answer's papers", q,
                              context=named, evidence=evidence)
         link_topic = None
+        plural = kind == "many" or bool(ph.PAPERS.search(q.search) or ph.YESNO.match(q.search))
         if not q.named and links.asks_link(q.search) and (
-                kind is not None or ph.PAPERS.search(q.search) or ph.YESNO.match(q.search)):
+                kind is not None or plural or links.names_code(q.search)):
             # "Which (RL) papers on video have public code?": the code link filters the list,
-            # and the rest of the question is its topic, searched and gated on its own
-            kind = kind or "many"
+            # and the rest of the question is its topic, searched and gated on its own; "Does
+            # the paper on early-exit actors have public code?": the one paper of that topic
+            # (the model had answered with its method sentence)
+            kind = kind or ("many" if plural else "one")
             topic = links.link_topic(q.search)
             if not cover.topic_words(topic, s.link_topic_zipf):  # "Which papers have made ?"
                 return Route("find", "asks which papers give a code link", q, find="many",
-                             evidence=evidence, link_topic="")
+                             evidence=evidence, link_topic="")  # "Where is the code?": all
             link_topic = topic
             vector, pool, best = self._search(link_topic)
             evidence["topic"] = round(best, 3)
@@ -319,6 +324,19 @@ class Router:
         if found:
             evidence["written"] = 1.0
         return found
+
+    def _describes_another(self, q: Query, prev: tuple[str, ...],
+                           evidence: dict[str, float]) -> bool:
+        """Whether `q` names a paper by its topic ("the paper about privacy auditing") that is
+        not one of `prev`: that topic, searched alone, finds another paper first, at least as
+        close as the off-topic gate asks of any question."""
+        description = ph.described(q.search)
+        if not description:
+            return False
+        _, pool, best = self._search(description)
+        evidence["described"] = round(best, 3)
+        return bool(pool) and pool[0].chunk.paper_id not in prev and \
+            best >= self.settings.offtopic_threshold
 
     def _similarity(self, q: Query, papers: tuple[str, ...]) -> float:
         """Best cosine of the question against any sentence of `papers` (in memory)."""

@@ -221,6 +221,20 @@ def test_clean_question_and_marker_filter_pure_logic():
     assert out == strip_markers("SVOO gives 1.93× [1] speedup [2][3].") == "SVOO gives 1.93× speedup."
 
 
+@pytest.mark.parametrize("raw, text, told", [
+    ("<img src=x onerror=alert(1)> github??", "github??", True),
+    ("Which papers use <b>flow</b> policies?", "Which papers use flow policies?", True),
+    ("<SCRIPT >alert(1)</script >", "alert(1)", True),
+    ("Which papers report k < 5 and n > 3?", "Which papers report k < 5 and n > 3?", False),
+    ("Is a <baseline> given?", "Is a <baseline> given?", False),  # no HTML element
+])
+def test_clean_question_drops_html_tags_and_says_so(raw, text, told):
+    q, notice = clean_question(raw, 2000)
+    assert q == text and ("HTML tags were removed" in notice) is told, (q, notice)
+    long, notice = clean_question("<p>" + "word " * 600 + "</p>", 2000)
+    assert len(long) <= 2000 and "HTML tags" in notice and "characters" in notice, notice
+
+
 def test_empty_index_says_what_to_do(tmp_path, embedder):
     from rag.generate import Generator
     from rag.retrieve import Retriever
@@ -253,6 +267,8 @@ def test_warm_up_loads_the_model_and_prefills_both_prompts(assistant):
     ("What does Holmes link the text query to?", False),
     ("Which agents fix GitHub issues?", False),  # GitHub's issues, not a code host
     ("Do the video papers release their code?", True),
+    ("Does the early-exit paper provide source code?", True),
+    ("Which baselines does the paper provide?", False),
 ])
 def test_asks_link_pure_logic(question, asks):
     from rag.links import asks_link
@@ -290,6 +306,19 @@ def test_which_papers_have_code_lists_the_abstracts_that_offer_it(assistant):
     assert {c.paper_id for c in video.citations} <= offering
     none = assistant.ask("Do any papers on hypothesis testing for Rényi privacy release code?")
     assert none.abstained and none.reason == "not-stated" and "000-02" in none.text, none.text
+
+
+def test_the_code_of_the_paper_on_a_topic_is_that_one_paper_s_link_or_not_stated(assistant):
+    """"Does the paper on X have public code?" names no paper: the one paper of that topic
+    answers, with its link sentence, or "not stated" when its abstract gives none (the model had
+    answered BEXA's method sentence)."""
+    a = assistant.ask("Where is the code of the paper on defending KV cache eviction?")
+    assert not a.abstained and a.intent == "find", (a.reason, a.text)
+    assert [c.paper_id for c in a.citations] == ["000-19"], a.text
+    assert "https://github.com/FFY0/DefensiveKV" in a.text
+    none = assistant.ask("Does the paper on early-exit actors for RL have public code?")
+    assert none.abstained and none.reason == "not-stated", (none.reason, none.text)
+    assert "003-01" in none.text and [c.paper_id for c in none.citations] == ["003-01"]
 
 
 def test_which_of_them_share_code_after_a_list_filters_that_list(assistant):

@@ -21,6 +21,7 @@ from rag.clean import clean_text, withhold_instructions
 from rag.corpus import load_file, make_label, read_seed_file
 from rag.errors import CorpusError
 from rag.export import comparison_markdown, conversation_markdown
+from rag.phrases import MARKUP, clean_question
 from rag.types import (
     Answer,
     AnswerSentence,
@@ -226,6 +227,15 @@ def test_clean_text_and_labels_never_fail(s: str) -> None:
     kept, withheld = withhold_instructions(clean)
     assert withhold_instructions(kept) == (kept, ())  # nothing addressed to the model is left
     assert all(w in clean for w in withheld)
+
+
+@FUZZ
+@given(text, st.integers(20, 400))
+def test_a_question_is_cleaned_of_tags_and_capped(s: str, limit: int) -> None:
+    q, notice = clean_question(s, limit)
+    assert len(q) <= limit and not INVISIBLE.search(q), repr(q)
+    assert not MARKUP.search(q), repr(q)  # a pasted tag never reaches search or the model
+    assert clean_question(q, limit)[0] == q  # cleaning twice changes nothing
 
 
 # ---- the renderers -----------------------------------------------------------------------
