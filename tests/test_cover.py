@@ -62,6 +62,11 @@ def test_the_clause_that_says_which_paper_is_meant_is_not_asked_for(embedder):
                               "rounds?") == "how many rounds?"
     assert cover.asked_clause("Is there work on games, where two learners play?") == \
         "Is there work on games, where two learners play?"  # a question already: kept
+    # described inside the question: the description goes, the asked words and verb stay
+    assert cover.asked_clause("Which datasets does the study about repeated games between two "
+                              "learners evaluate on?") == "Which datasets does it evaluate on?"
+    assert cover.asked_clause("How does the paper on repeated games compare with the paper on "
+                              "auctions?").startswith("How does the paper on repeated games")
     q = "In the work on repeated games between two learners, how many rounds does it need?"
     assert not cover.complement(p, q, "It reaches an equilibrium in 40 rounds.", index)
     # the asked part is still completed when the answer leaves it out
