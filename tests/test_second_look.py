@@ -258,3 +258,23 @@ def test_the_second_look_ranks_by_what_is_asked_not_by_which_paper_is_meant(assi
                                                  closest=("000-19",)), "000-19")
     assert looked is None or "LongBench" in strip_markers(looked.text) or \
         "Ruler" in strip_markers(looked.text), looked.text
+
+
+@pytest.mark.parametrize("q, pid, said", [
+    # the description inside the question ("the paper on early exits in actor networks")
+    # matches BEXA's introduction; the asked part matches its evaluation sentence
+    ("Which datasets does the paper on early exits in actor networks evaluate on?", "003-01",
+     "MuJoCo"),
+    ("In the study on continual learning's limits in a tractable setting, what kind of neural "
+     "networks are analyzed?", "003-15", "quadratic"),
+])
+def test_the_rescue_quotes_the_sentence_for_what_is_asked(assistant, q, pid, said):
+    """The rescue ranks the paper's sentences by the asked part when its best clears the
+    rescue floor: the sentence that says which paper is meant is no answer (the BEXA question
+    had quoted its introduction; the continual-learning one put the quadratic networks second)."""
+    rescued = assistant.finisher.rescue(Case(q, assistant.retriever.papers, closest=(pid,)), pid)
+    assert rescued is not None and rescued.reason == "extracted"
+    assert [c.paper_id for c in rescued.citations][:1] == [pid]
+    assert said in rescued.citations[0].quote, rescued.text
+    answer = assistant.ask(q)
+    assert not answer.abstained and said in strip_markers(answer.text), answer.text
