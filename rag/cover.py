@@ -18,6 +18,7 @@ import Stemmer
 
 from rag.evidence import Evidence, SentenceIndex
 from rag.guard import NAME
+from rag.phrases import PAPER_ON, THE_PAPER
 from rag.retrieve import tokenize
 from rag.types import Paper
 
@@ -113,10 +114,9 @@ _FRONTED = re.compile(r"^(?!\W*(?:what|which|how|why|who|whose|where|when|is|are
 # ("... does it analyze?", "... does it evaluate on?"); dev: the sentence holding the keywords
 # ranks first for 2 more of 348 one-paper rows (q256, q442), for none fewer
 _DESCRIBED = re.compile(r"^(?P<head>\W*(?:(?:and|so|also)\s+)?(?:what|which|how)\b.*?\b"
-                        r"(?:does|did|do|is|was|are|were)\s+)the\s+(?:paper|work|study|article)\s+"
-                        r"(?:on|about|that|which|where|proposing|introducing|showing|studying)\s+"
+                        r"(?:does|did|do|is|was|are|were)\s+)" + PAPER_ON +
                         # one paper: not "How does the paper on X compare with the paper on Y?"
-                        r"(?:(?!\bthe\s+(?:paper|work|study|article)\b).)+?"
+                        r"(?:(?!\b" + THE_PAPER + r"\b).)+?"
                         r"(?P<verb>\s+\w+(?:\s+(?:on|in|with|for|to|from|by|against|over|at|"
                         r"as))?\W*)$", re.IGNORECASE)
 

@@ -179,9 +179,11 @@ NEW_TOPIC = re.compile(r"\b(?:(?:different|new|unrelated|separate|another)\s+"
                         r"something\s+(?:else|different))\b", re.IGNORECASE)
 # a paper named by what it is about ("Where is the code of the paper about privacy auditing?"):
 # after an answer about another paper this is a new question, as a name would be
-DESCRIBED = re.compile(r"\bthe\s+(?:paper|work|study|article)\s+(?:on|about|that|which|"
-                       r"proposing|introducing|showing|where|studying|analy[sz]ing)\s+(.+)",
-                       re.IGNORECASE)
+# (rag/cover.py reads the same words inside a question: "What does the paper on X use?")
+THE_PAPER = r"the\s+(?:paper|work|study|article)"
+PAPER_ON = (THE_PAPER + r"\s+(?:on|about|that|which|where|proposing|introducing|showing|"
+            r"studying|analy[sz]ing)\s+")
+DESCRIBED = re.compile(r"\b" + PAPER_ON + r"(.+)", re.IGNORECASE)
 
 
 def described(question: str) -> str:
