@@ -250,9 +250,10 @@ class Finisher:
             return None  # a name the abstract never mentions: none of its sentences answers
         paper = papers[target]
         a = self.settings.answer
-        ranked = self.sentences.rank(paper, _without(q, paper.label))
+        whole = _without(q, paper.label)
+        ranked = self.sentences.rank(paper, whole)
         asked = _asked(q, paper.label)
-        if asked != _without(q, paper.label):  # "In the paper on X, what ...?": the asked
+        if asked != whole:  # "In the paper on X, what ...?": the asked
             # part's own ranking when its best clears the same floor (its sentences answer;
             # the ones the description matches only say which paper it is)
             own = self.sentences.rank(paper, asked)
