@@ -414,7 +414,8 @@ class Assistant:
         if not linked:
             case = Case(q.search, papers, tuple(hits), closest, q.notice)
             yield Final(replace(self.finisher.not_stated(case, "not-stated",
-                                                         first=closest[0] if closest else None),
+                                                         first=closest[0] if closest else None,
+                                                         key=messages.NO_LINK),
                                 seconds=time.perf_counter() - t0))
             return
         text, citations, sentences = links.listing(linked)

@@ -90,7 +90,7 @@ class Finisher:
             # is available on." for an abstract without a link, and "not stated" for one with)
             spans = links.link_sentences(paper)
             if not spans:
-                return self.not_stated(case, "not-stated", first=target)
+                return self.not_stated(case, "not-stated", first=target, key=messages.NO_LINK)
             return case.answer(*extract.quote(paper, [Evidence(paper.id, s, e, 1.0)
                                                       for s, e in spans]), reason="extracted")
         absent = self.absent(q, paper, papers, case.foreign)
@@ -406,8 +406,10 @@ class Finisher:
         return found
 
     def not_stated(self, case: Case, reason: str, passages: Sequence[Passage] = (),
-                   first: str | None = None, missing: Sequence[str] = ()) -> Answer:
-        """The abstention "the abstract of X does not state this", citing where it looked."""
+                   first: str | None = None, missing: Sequence[str] = (),
+                   key: str | None = None) -> Answer:
+        """The abstention "the abstract of X does not state this", citing where it looked
+        (`key`: another message of the same fields, e.g. messages.NO_LINK)."""
         q, papers = case.q, case.papers
         if not passages and first is None:
             return Answer(question=q, text=NOT_STATED, citations=(), hits=case.hits,
@@ -415,8 +417,8 @@ class Finisher:
                           notice=case.notice)
         top = papers[first or passages[0].paper_id]
         cite = looked_here(top, q, self.sentences)
-        key = messages.UNSUPPORTED if reason == "unsupported" else \
-            messages.NOT_STATED_NAMES if missing else messages.NOT_STATED
+        key = key or (messages.UNSUPPORTED if reason == "unsupported" else
+                      messages.NOT_STATED_NAMES if missing else messages.NOT_STATED)
         fields = (("name", extract.paper_name(top)), ("id", top.id)) + (
             (messages.names_field(missing),) if missing else ())
         return Answer(question=q, text=messages.render(key, "en", fields) or "",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 NOT_STATED = "not-stated"
 NOT_STATED_NAMES = "not-stated-names"
+NO_LINK = "no-link"
 UNSUPPORTED = "unsupported"
 OFF_TOPIC = "off-topic"
 OFF_TOPIC_NAMES = "off-topic-names"
@@ -58,6 +59,18 @@ TEMPLATES: dict[str, dict[str, str]] = {
         "zh": "{name}（{id}）的摘要没有说明这一点：其中从未提到 {names} [1]。",
         "ja": "{name}（{id}）の要旨にはこの点の記載がなく、{names} にも触れていません [1]。",
         "ko": "{name}({id})의 초록에는 이 내용이 나와 있지 않으며, {names}도 언급되지 않습니다 [1].",
+    },
+    NO_LINK: {
+        "en": "The abstract of {name} ({id}) gives no link to its code or project page [1].",
+        "es": "El resumen de {name} ({id}) no da ningún enlace a su código ni a su página de proyecto [1].",
+        "de": "Der Abstract von {name} ({id}) nennt keinen Link zu Code oder Projektseite [1].",
+        "fr": "Le résumé de {name} ({id}) ne donne aucun lien vers son code ou sa page de projet [1].",
+        "it": "L'abstract di {name} ({id}) non dà alcun link al codice o alla pagina del progetto [1].",
+        "pt": "O resumo de {name} ({id}) não dá nenhum link para o código ou a página do projeto [1].",
+        "ru": "В аннотации {name} ({id}) нет ссылки на код или страницу проекта [1].",
+        "zh": "{name}（{id}）的摘要没有给出代码或项目主页的链接 [1]。",
+        "ja": "{name}（{id}）の要旨には、コードやプロジェクトページへのリンクがありません [1]。",
+        "ko": "{name}({id})의 초록에는 코드나 프로젝트 페이지 링크가 없습니다 [1].",
     },
     UNSUPPORTED: {
         "en": "I could not find this in the abstracts; the closest is {name} ({id}) [1].",

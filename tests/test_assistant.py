@@ -286,6 +286,10 @@ def test_a_question_for_the_code_gets_the_abstracts_link_or_not_stated(assistant
     assert "github.com" in a.citations[0].quote
     none = assistant.ask("Is the code for SecFid available somewhere?")
     assert none.abstained and none.reason == "not-stated" and "000-07" in none.text, none.text
+    assert "gives no link to its code" in none.text, none.text  # not the generic "not stated"
+    keiner = assistant.ask("Wo finde ich den Code von SecFid?")
+    assert keiner.abstained and keiner.language == "de", keiner.text
+    assert "nennt keinen Link zu Code" in keiner.text, keiner.text
     de = assistant.ask("Wo finde ich den Code von FB-PbRL?")
     assert "https://github.com/rl-bandits-lab/FB-PbRL" in de.text and not de.abstained, de.text
     assert de.language == "de" and [c.paper_id for c in de.citations] == ["004-18"]
@@ -319,6 +323,7 @@ def test_the_code_of_the_paper_on_a_topic_is_that_one_paper_s_link_or_not_stated
     none = assistant.ask("Does the paper on early-exit actors for RL have public code?")
     assert none.abstained and none.reason == "not-stated", (none.reason, none.text)
     assert "003-01" in none.text and [c.paper_id for c in none.citations] == ["003-01"]
+    assert "gives no link to its code" in none.text, none.text
 
 
 def test_which_of_them_share_code_after_a_list_filters_that_list(assistant):
