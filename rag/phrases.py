@@ -20,12 +20,14 @@ FINDING = re.compile(
     r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|\bwhich (?P<n9>one)\s*\??\s*$|"
     r"^(?:i|we) (?:remember|recall|once read|read) (?:a|an|some|the) (?P<n6>\w+)|"
     r"\bwhat (?P<n7>work|research|papers)\s+(?:is|are|exists?)\s+(?:there\s+)?(?:on|about|in)\b|"
-    r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+(?:on|about|that|which|using|in)\b|"
+    # ... or a verb in -ing: "Any papers digging into what attention heads learn?"
+    r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+(?:on|about|that|which|in|"
+    r"[a-z]{2,}ing)\b|"
     r"\b(?:looking|searching) for (?:a |an |any |some )?(?P<n10>papers?|works?|something|anything)"
     r"\s+(?:on|about|that|which|using|in)\b|"
     # a bare noun phrase: "papers on defending against backdoors?", "research about X"
     r"^(?:(?:and|also|more|other)\s+)?(?P<n11>papers?|articles?|works?|research|stud(?:y|ies))"
-    r"\s+(?:on|about|that|which|using|in|for|addressing|tackling|studying|proposing)\b|"
+    r"\s+(?:on|about|that|which|in|for|[a-z]{2,}ing)\b|"
     # "how many papers use RL?": the list answers it (the collection's size is COLLECTION's)
     # (not "how many papers are in PaperGuard's dataset?": a number asked of one paper)
     r"\bhow many (?P<n12>papers|works|studies|articles)\s+(?:(?:here|there|in (?:this|the) "

@@ -238,6 +238,12 @@ def test_acronym_expansion_is_read_from_the_abstract(papers):
     ("Papers on making robots safer around people?", "many"),
     ("And studies about compressing KV caches?", "many"),
     ("Papers of this kind are rare, what does TaRO do?", None),
+    # "any papers" / a bare "papers" before a verb in -ing asks for the list
+    ("Any papers looking into how attention heads specialize?", "many"),
+    ("Some work exploring privacy attacks on diffusion models?", "many"),
+    ("Papers comparing on-policy and off-policy RL", "many"),
+    ("Any paper being about early exits?", "one"),
+    ("Is anything known about the spring weather?", None),
 ])
 def test_finding_questions(question, kind):
     assert finding_kind(question) == kind
