@@ -457,6 +457,8 @@ class Assistant:
         answer, extra = self.finisher.complete(case, answer, target or None)
         if extra:
             yield Token(extra)
+        if not context:  # a paper described, not named: the answer says which one it is
+            answer = extract.name_first(answer, papers, q_model)
         yield Final(_timed(replace(answer, question=q.text), stats, t_gen, t0))
 
     def _redraft(self, q: str, passages: list[Passage]) -> str:

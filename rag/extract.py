@@ -10,13 +10,15 @@ marker reply into an answer.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 
-from rag import cover
+from rag import cover, names
 from rag.corpus import method_name
 from rag.evidence import Evidence, SentenceIndex
-from rag.types import AnswerSentence, Citation, Paper
+from rag.guard import NAME
+from rag.types import Answer, AnswerSentence, Citation, Paper
 
 _DEFINITION = re.compile(r"^\s*(?:what|who)\s+(?:is|are|was)\s+(?:the\s+)?(?:[\w@.-]+\s*){1,4}"
                          r"(?:\s*\([\w-]+\))?\s*\??\s*$|\bstand for\b|\bwhat (?:is|are) .{1,40} used for\b",
@@ -27,6 +29,51 @@ def paper_name(p: Paper) -> str:
     """How an answer names a paper: the method's name when its abstract gives one, else its
     generated title (checked against the abstract at ingest), else the label phrase."""
     return p.label if method_name(p.text) else (p.title or p.label)
+
+
+def names_paper(text: str, p: Paper) -> bool:
+    """Whether `text` names paper `p`: its id, label or name, or a coined word of them
+    ("DroneDINO" of "DroneDINO: A Unified Framework for ...")."""
+    own = {p.id, p.label, paper_name(p)}
+    own |= {m.group(0) for x in (p.label, paper_name(p)) for m in NAME.finditer(x)
+            if len(m.group(0)) >= 4}
+    low = text.lower()
+    return any(x and x.lower() in low for x in own)
+
+
+def name_first(answer: Answer, papers: dict[str, Paper], question: str) -> Answer:
+    """An answer drawn from one paper that neither it nor `question` names starts with that
+    paper's name and id, as a quoted answer does ("VIA-SD (004-19): ..."): a question that
+    describes a paper instead of naming it ("the draft-and-check paper where ...") learns
+    which one it is, where the model had written "The paper states that the draft-and-check
+    paper ..."."""
+    ids = {c.paper_id for c in answer.citations}
+    if answer.abstained or len(ids) != 1 or next(iter(ids)) not in papers:
+        return answer
+    paper = papers[next(iter(ids))]
+    if names_paper(answer.text, paper) or names_paper(question, paper) or \
+            _writes_own_name(question, paper, papers):
+        return answer
+    lead = f"{paper_name(paper)} ({paper.id}): "
+    sentences = answer.sentences
+    if sentences:
+        sentences = (AnswerSentence(lead + _capital(sentences[0].text), sentences[0].markers,
+                                    sentences[0].supported),) + sentences[1:]
+    return replace(answer, text=lead + _capital(answer.text.lstrip()), sentences=sentences)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _writes_own_name(question: str, paper: Paper, papers: dict[str, Paper]) -> bool:
+    """Whether `question` writes a coined name of the paper's abstract that fewer than three
+    abstracts use ("What regret bounds do NeuralLog-UCB-1 and -2 achieve?")."""
+    own = names.paper_mentions(paper).names
+    common = names.common_names(papers)
+    return any(f in own and f not in common
+               for f in (names.flat(m.group(0)) for m in NAME.finditer(question)
+                         if len(m.group(0)) >= 4))
 
 
 def is_definition(question: str) -> bool:

@@ -30,14 +30,20 @@ def definitions(papers: Sequence[Paper]) -> dict[str, str]:
     return out
 
 
+# a paper's name leading a line, "Recurrent Generation ... in LDVLMs: A Study (004-11): ...", is
+# its title as written: glossed, it read "... in LDVLMs (Large diffusion ...): A Study (004-11)"
+_LEAD = re.compile(r"\([\w.-]+-\d+\):")
+
+
 def gloss_text(text: str, defined: dict[str, str], done: set[str]) -> str:
-    """`text` with the first use of each defined acronym not in `done` glossed; adds the
-    glossed ones to `done`."""
+    """`text` with the first use of each defined acronym not in `done` glossed, outside the
+    paper names that lead its lines ("Name (id): ..."); adds the glossed ones to `done`."""
     out, pos = [], 0
     for m in _ACRONYM.finditer(text):
         acr = m.group(1)
         long_form = defined.get(acr)
-        if long_form is None or acr in done:
+        end = text.find("\n", m.end())
+        if long_form is None or acr in done or _LEAD.search(text, m.end(), len(text) if end < 0 else end):
             continue
         done.add(acr)
         rest = text[m.end():]

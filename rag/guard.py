@@ -53,7 +53,9 @@ _STOP = frozenset("""did does do is are was were used use uses using of for in o
 have had that this it they from at as be been when where which what achieve achieves report
 reports get gets give gives train trained propose proposed introduce introduced evaluate
 evaluated run let lets allow allows enable enables make makes help helps need needs cause
-causes and or how why who whom whose here there""".split())  # verbs end the head: "what kind
+causes and or how why who whom whose here there over than against across versus vs
+compared relative per between among under within without into onto through during after
+before""".split())  # verbs end the head: "what kind
 # of inference algorithm | lets it scale", and so do a conjunction, a second wh-word and
 # "here": "how many datasets | and how many attack types", "which papers | here study ..."
 

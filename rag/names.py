@@ -19,8 +19,12 @@ from rag.types import Paper
 _ENTITY = re.compile(r"(?<=[\s(,/\"'])([A-Z][\w@.+-]*[\w@+])")
 
 
-def _flat(text: str) -> str:
+def flat(text: str) -> str:
+    """A name as the checks compare it: lowercased, letters and digits only."""
     return re.sub(r"[\W_]", "", text.lower())
+
+
+_flat = flat
 
 
 @dataclass(frozen=True)

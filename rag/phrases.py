@@ -20,6 +20,10 @@ FINDING = re.compile(
     r"\bwhich (?:one )?(?:is|was) (?P<n5>it|that)\b|\bwhich (?P<n9>one)\s*\??\s*$|"
     r"^(?:i|we) (?:remember|recall|once read|read) (?:a|an|some|the) (?P<n6>\w+)|"
     r"\bwhat (?P<n7>work|research|papers)\s+(?:is|are|exists?)\s+(?:there\s+)?(?:on|about|in)\b|"
+    # the collection asked what it holds: "What's here on X?", "Anything here on X?", "What
+    # do you have on X?"
+    r"(?P<n13>\bwhat(?:'s|\s+is)\s+(?:here|there|in\s+(?:this|the)\s+collection)|"
+    r"\bwhat\s+do\s+you\s+have|^(?:and\s+)?anything(?:\s+here)?)\s+(?:on|about|regarding)\b|"
     # ... or a verb in -ing: "Any papers digging into what attention heads learn?"
     r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+(?:on|about|that|which|in|"
     r"[a-z]{2,}ing)\b|"
@@ -79,7 +83,7 @@ def finding_kind(question: str) -> Literal["one", "many"] | None:
     noun = next(g for g in m.groups() if g).lower()
     if m.group("n5") or m.group("n6") or m.group("n9"):
         return "one"
-    if noun in ("something", "anything"):
+    if noun in ("something", "anything") or m.group("n13"):
         return "many"
     if m.group("n10") and not noun.endswith("s"):
         return "one"

@@ -50,8 +50,9 @@ SHOT_INTO = {
     "ru": "GraphMix повышает точность на GPQA на 12% с помощью двух вспомогательных задач.",
 }
 # what a line keeps untranslated in front: a bullet, and a quote's "Label (id): " header (the
-# 0.5B hands a line that starts with one back in English)
-_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\n:()\[\]]{1,120}? \([\w.-]+\):\s+)?")
+# 0.5B hands a line that starts with one back in English); a title keeps its colon ("... in
+# LDVLMs: A Comprehensive Study (004-11): ")
+_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\n()\[\]]{1,120}? \([\w.-]+\):\s+)?")
 
 
 # Coined names: a digit or '@' among letters (SSL4RL, Wan2.1, leak@k), or a capital after a

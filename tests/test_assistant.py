@@ -336,3 +336,17 @@ def test_which_of_them_share_code_after_a_list_filters_that_list(assistant):
     assert not a.abstained and a.intent == "find", (a.reason, a.text)
     assert {c.paper_id for c in a.citations} == {"000-16", "003-04"}, a.text  # SVOO offers none
     assert "https://github.com/lijun2005/ICML26-Holmes" in a.text
+
+
+def test_an_answer_about_a_described_paper_says_which_paper_it_is(assistant):
+    """A question that describes a paper instead of naming it learns which one answered: the
+    model had written "In the work that converts LLMs to spiking networks without training,
+    the nonlinearities ... are ..." and never said the paper's name (extract.name_first)."""
+    a = assistant.ask("In the work that converts LLMs to spiking networks without training, "
+                      "which nonlinearities get spike-friendly approximations?")
+    assert not a.abstained and {c.paper_id for c in a.citations} == {"003-10"}, a.text
+    assert re.match(r"^[^\n]+ \(003-10\): [A-Z]", a.text), a.text
+    assert a.sentences and a.text.startswith(a.sentences[0].text[:40])
+    named = assistant.ask("Which nonlinearities does the training-free ANN-to-SNN route for "
+                          "LLMs approximate, and does SSL4RL have anything to do with it?")
+    assert named.text.count("(003-10):") <= 1, named.text  # never named twice

@@ -69,6 +69,17 @@ def test_gloss_text_spells_out_the_first_use_only():
     assert gloss_text("RL (the learner) helps.", defined, set()) == "RL (the learner) helps."
 
 
+def test_a_paper_name_leading_a_line_is_left_as_written():
+    """"Name (id): ..." leads a quoted answer's line: the name is a title, glossed it read
+    "Context in LDVLMs (Large ...): A Study (004-11)"; the quote after it is glossed."""
+    defined = definitions([_paper()])
+    out = gloss_text("Charts for MLLMs: A Study (900-02): MLLMs fail on charts. [1]\n"
+                     "- RL Tricks (900-03): RL helps.", defined, set())
+    assert out == ("Charts for MLLMs: A Study (900-02): MLLMs (Multi-modal Large Language "
+                   "Models) fail on charts. [1]\n- RL Tricks (900-03): RL (reinforcement "
+                   "learning) helps.")
+
+
 def _answer(text: str, sentences: tuple[AnswerSentence, ...]) -> Answer:
     cite = Citation(1, "900-02", "ChartRL", "900-02#0", "q", 0, 10, True, 0.9)
     return Answer(question="q", text=text, citations=(cite,), hits=(), abstained=False,

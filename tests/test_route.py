@@ -244,6 +244,12 @@ def test_acronym_expansion_is_read_from_the_abstract(papers):
     ("Papers comparing on-policy and off-policy RL", "many"),
     ("Any paper being about early exits?", "one"),
     ("Is anything known about the spring weather?", None),
+    # the collection asked what it holds
+    ("What's here on speech recognition?", "many"),
+    ("Anything here on prompt injection?", "many"),
+    ("What do you have on KV caches?", "many"),
+    ("What is SSL4RL about?", None),
+    ("What is on the agenda?", None),
 ])
 def test_finding_questions(question, kind):
     assert finding_kind(question) == kind
