@@ -56,8 +56,9 @@ evaluated run let lets allow allows enable enables make makes help helps need ne
 causes and or how why who whom whose here there over than against across versus vs
 compared relative per between among under within without into onto through during after
 before""".split())  # verbs end the head: "what kind
-# of inference algorithm | lets it scale", and so do a conjunction, a second wh-word and
-# "here": "how many datasets | and how many attack types", "which papers | here study ..."
+# of inference algorithm | lets it scale", and so do a conjunction, a second wh-word,
+# "here": "how many datasets | and how many attack types", "which papers | here study ...",
+# and a preposition: "how big a speedup | over earlier schemes"
 
 
 # heads that name no detail of their own ("which value", "what result"): nothing to look for
