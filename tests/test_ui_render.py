@@ -170,6 +170,14 @@ def test_abstention_lists_closest_papers() -> None:
     assert "Closest papers" in panel and panel.count('class="src"') == 2
 
 
+def test_a_missing_code_link_is_said_in_the_abstention_s_head() -> None:
+    """"Where is X's code?" with no link: the head says so, not the generic "do not state"."""
+    a = answer(abstained=True, reason="not-stated", message="no-link",
+               text="The abstract of SSL4RL (000-01) gives no link to its code or project page.")
+    chat = render.answer_html(a, "1", PAPERS)
+    assert "the abstract gives no link to its code" in chat and "do not state" not in chat
+
+
 def comparison() -> Comparison:
     l1 = cite(P1, Q1, marker=1)
     r1 = cite(P2, "TaRO aligns tables.", marker=2)

@@ -30,6 +30,8 @@ REASONS = {
     "unsupported": "no sentence of the answer could be backed by an abstract",
     "stopped": "generation was stopped",
 }
+# a fixed message that says more than its reason (rag/messages.py keys)
+MESSAGES = {"no-link": "the abstract gives no link to its code"}
 UNSUPPORTED_TITLE = "unsupported: no sentence in the cited abstracts backs this"
 
 
@@ -154,7 +156,7 @@ def _paper_ref(pid: str, papers: Mapping[str, Paper]) -> str:
 
 
 def abstention_html(answer: Answer, papers: Mapping[str, Paper], scope: str = "") -> str:
-    reason = REASONS.get(answer.reason, answer.reason)
+    reason = MESSAGES.get(answer.message) or REASONS.get(answer.reason, answer.reason)
     parts = ['<div class="abstained"><div class="abstain-head">No answer from the abstracts'
              + (f" — {esc(reason)}" if reason else "") + "</div>"]
     if answer.text.strip():
