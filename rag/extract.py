@@ -31,6 +31,12 @@ def paper_name(p: Paper) -> str:
     return p.label if method_name(p.text) else (p.title or p.label)
 
 
+# a line's lead as the answers write it: a bullet, then "Name (id): " (the name may hold a
+# colon: "... in LDVLMs: A Comprehensive Study (004-11): "); translate keeps it untranslated,
+# gloss leaves the name as written
+LEAD = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\n()\[\]]{1,120}? \([\w.-]+\):\s+)?")
+
+
 def names_paper(text: str, p: Paper) -> bool:
     """Whether `text` names paper `p`: its id, label or name, or a coined word of them
     ("DroneDINO" of "DroneDINO: A Unified Framework for ...")."""

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rag.acronyms import defined
+from rag.extract import LEAD
 from rag.types import Answer, Paper
 
 _ACRONYM = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]*[A-Z])(s?)(?![\w-])")
@@ -30,20 +31,20 @@ def definitions(papers: Sequence[Paper]) -> dict[str, str]:
     return out
 
 
-# a paper's name leading a line, "Recurrent Generation ... in LDVLMs: A Study (004-11): ...", is
-# its title as written: glossed, it read "... in LDVLMs (Large diffusion ...): A Study (004-11)"
-_LEAD = re.compile(r"\([\w.-]+-\d+\):")
-
-
 def gloss_text(text: str, defined: dict[str, str], done: set[str]) -> str:
     """`text` with the first use of each defined acronym not in `done` glossed, outside the
     paper names that lead its lines ("Name (id): ..."); adds the glossed ones to `done`."""
+    # a paper's name leading a line ("... in LDVLMs: A Study (004-11): ") is its title as
+    # written: glossed, it read "... in LDVLMs (Large diffusion ...): A Study (004-11)"
+    leads, at = [], 0
+    for line in text.split("\n"):
+        leads.append((at, at + LEAD.match(line).end()))  # type: ignore[union-attr]
+        at += len(line) + 1
     out, pos = [], 0
     for m in _ACRONYM.finditer(text):
         acr = m.group(1)
         long_form = defined.get(acr)
-        end = text.find("\n", m.end())
-        if long_form is None or acr in done or _LEAD.search(text, m.end(), len(text) if end < 0 else end):
+        if long_form is None or acr in done or any(s <= m.start() < e for s, e in leads):
             continue
         done.add(acr)
         rest = text[m.end():]

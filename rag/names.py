@@ -19,12 +19,8 @@ from rag.types import Paper
 _ENTITY = re.compile(r"(?<=[\s(,/\"'])([A-Z][\w@.+-]*[\w@+])")
 
 
-def flat(text: str) -> str:
-    """A name as the checks compare it: lowercased, letters and digits only."""
+def _flat(text: str) -> str:
     return re.sub(r"[\W_]", "", text.lower())
-
-
-_flat = flat
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from rag import language, messages
 from rag.config import Settings
 from rag.errors import ModelError
 from rag.evaluate import numbers
+from rag.extract import LEAD
 from rag.generate import Generator
 from rag.prompt import markers_in, strip_markers
 from rag.types import Answer, AnswerSentence, Event, Final, Status, Token
@@ -50,9 +51,8 @@ SHOT_INTO = {
     "ru": "GraphMix повышает точность на GPQA на 12% с помощью двух вспомогательных задач.",
 }
 # what a line keeps untranslated in front: a bullet, and a quote's "Label (id): " header (the
-# 0.5B hands a line that starts with one back in English); a title keeps its colon ("... in
-# LDVLMs: A Comprehensive Study (004-11): ")
-_LINE = re.compile(r"^\s*(?:[-*]\s+)?(?:[^\n()\[\]]{1,120}? \([\w.-]+\):\s+)?")
+# 0.5B hands a line that starts with one back in English)
+_LINE = LEAD
 
 
 # Coined names: a digit or '@' among letters (SSL4RL, Wan2.1, leak@k), or a capital after a
