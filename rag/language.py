@@ -95,10 +95,20 @@ def warm_up() -> None:
     trim_heap()  # building the models frees more than it keeps
 
 
+_RUN = re.compile(r"[!-~]{41,}")
+
+
 def detect(text: str, min_confidence: float = 0.25, sure: float = 0.5,
            candidates: int = 3) -> str:
     """ISO 639-1 code of `text`'s language; "en" unless the evidence says otherwise.
     `sure` and `candidates`: the two stages of the module docstring."""
+    # a run of over 40 ASCII characters without a space is no word of any language (pasted
+    # junk, a hash, base64, a URL; Chinese and Japanese write no spaces, in other characters):
+    # "alert(1) xxxx…" of 1,984 characters was read as Norwegian, and the decline
+    # "translated" into it
+    text = _RUN.sub(" ", text)
+    if not text.strip():
+        return "en"
     letters = re.sub(r"[\W\d_]+", "", text)
     for pattern, code in _SCRIPTS:
         if len(pattern.findall(text)) >= max(2, len(letters) // 5):

@@ -265,6 +265,17 @@ def test_coined_names_do_not_sway_language_identification(question, lang):
     assert language.detect(question) == lang
 
 
+def test_a_long_run_without_spaces_is_no_language(settings):
+    """Pasted junk capped by the chat box ("alert(1) xxxx…") was read as Norwegian and the
+    decline translated into it; Chinese and Japanese, which write no spaces, keep theirs."""
+    r = settings.route
+    junk = "alert(1) " + "x" * 1975
+    assert language.detect(junk, r.language_confidence, r.language_sure,
+                           r.language_candidates) == "en"
+    assert language.detect("Was ist das? " + "a" * 60) == "de"
+    assert language.detect("有没有论文研究如何在不重新训练的情况下把大语言模型转换成脉冲神经网络？") == "zh"
+
+
 @pytest.mark.parametrize("question,lang", [
     ("tell me more", "en"),  # lingua: Italian
     ("Tell me more.", "en"),
