@@ -25,13 +25,22 @@ FINDING = re.compile(
     r"(?P<n13>\bwhat(?:'s|\s+is)\s+(?:here|there|in\s+(?:this|the)\s+collection)|"
     r"\bwhat\s+do\s+you\s+have|^(?:and\s+)?anything(?:\s+here)?)\s+(?:on|about|regarding)\b|"
     # ... or a verb in -ing: "Any papers digging into what attention heads learn?"
-    r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+(?:on|about|that|which|in|"
+    # ("Any papers here dealing with sparse vs dense rewards?": the collection named between)
+    r"\b(?:any|some) (?P<n8>papers?|articles?|works?|research)\s+"
+    r"(?:(?:here|in\s+(?:this|the)\s+collection)\s+)?(?:on|about|that|which|in|"
     r"[a-z]{2,}ing)\b|"
     r"\b(?:looking|searching) for (?:a |an |any |some )?(?P<n10>papers?|works?|something|anything)"
     r"\s+(?:on|about|that|which|using|in)\b|"
     # a bare noun phrase: "papers on defending against backdoors?", "research about X"
     r"^(?:(?:and|also|more|other)\s+)?(?P<n11>papers?|articles?|works?|research|stud(?:y|ies))"
     r"\s+(?:on|about|that|which|in|for|[a-z]{2,}ing)\b|"
+    # "Are there methods where I can set a compute budget?", "Is there a training-free approach
+    # for X?": the papers (or the paper) proposing them
+    r"\b(?:is|are)\s+there\s+(?:also\s+)?(?:a|an|any|some)?\s*(?:other\s+)?"
+    r"(?:(?!(?:in|of|on|the|this|that|its|their)\b)[\w-]+,?\s+){0,2}?"
+    r"(?P<n14>methods?|approach(?:es)?|techniques?|frameworks?|algorithms?|benchmarks?|"
+    r"datasets?|models?|systems?|tools?)\s+(?:that|which|where|whose|for|on|to|using|with|in|"
+    r"[a-z]{2,}ing)\b|"
     # "how many papers use RL?": the list answers it (the collection's size is COLLECTION's)
     # (not "how many papers are in PaperGuard's dataset?": a number asked of one paper)
     r"\bhow many (?P<n12>papers|works|studies|articles)\s+(?:(?:here|there|in (?:this|the) "

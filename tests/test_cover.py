@@ -96,6 +96,16 @@ def test_paper_finding_answer_also_answers_the_second_part(assistant):
     assert strip_markers(final.text).strip() == streamed.strip()
 
 
+def test_a_how_many_part_takes_the_sentence_with_its_number_however_low_it_scores(assistant):
+    """'..., and how many earlier findings survive?': the sentence with "51% of examples in
+    previous findings" scores 0.19 against that part, under the complement floor (0.20), and
+    had been left out of the answer."""
+    answer = assistant.ask("Which paper studies whether LLM judges prefer their own answers, "
+                           "and how many earlier findings survive?")
+    assert not answer.abstained and "51%" in answer.text
+    assert any("51%" in c.quote for c in answer.citations)
+
+
 @pytest.mark.parametrize("name,rest", [
     ("DefensiveKV", "which models was it tested on?"),
     ("FedScar", "how does it handle client drift?"),

@@ -250,6 +250,14 @@ def test_acronym_expansion_is_read_from_the_abstract(papers):
     ("What do you have on KV caches?", "many"),
     ("What is SSL4RL about?", None),
     ("What is on the agenda?", None),
+    # "is / are there" + a method noun asks for the papers proposing one
+    ("are there methods where I can cap the compute spent at inference time?", "many"),
+    ("Is there a training-free approach for multi-label recognition?", "one"),
+    ("Are there any benchmarks that test agents on rediscovering findings?", "many"),
+    ("Is there a model size limit in DeltaStack?", None),
+    ("Any papers here dealing with sparse vs dense rewards?", "many"),
+    ("Some work in this collection on label noise?", "many"),
+    ("What is there in the model that helps?", None),
 ])
 def test_finding_questions(question, kind):
     assert finding_kind(question) == kind
@@ -670,6 +678,24 @@ def test_everyday_acronyms_in_the_plural_and_long_forms_of_mentioned_acronyms_ar
     assert absent_names("By how much is the Root Mean Square reduced?", where) == \
         ["Root Mean Square"]  # no RMS in it
     assert absent_names("Which GPUs or Jetsons run it?", where) == ["Jetsons"]
+
+
+def test_an_everyday_word_beside_a_name_does_not_make_the_name_mentioned():
+    """'Chinchilla-style scaling laws': 'style' is in some abstract, Chinchilla in none (the
+    question had been answered with the nearest paper); 'RDP-to-f-DP' still names what its
+    parts name, and a compound of everyday words only ('Transformer-based') is no name. In a
+    German question's translation, a compound copied from the user's words keeps any part."""
+    from rag.names import absent_names, mentions
+
+    where = mentions(["We fit a style transfer model with RDP guarantees and a Transformer."])
+    assert absent_names("Which paper fits Chinchilla-style scaling laws?", where) == \
+        ["Chinchilla-style"]
+    assert absent_names("How does the RDP-to-f-DP conversion work?", where) == []
+    assert absent_names("Is the detector Transformer-based?", where) == []
+    english = "Is there a paper that adds exits to the Transformer-Netzwerk?"
+    assert absent_names(english, where) == ["Transformer-Netzwerk"]
+    assert absent_names(english, where,
+                        foreign="Gibt es ein Paper mit Exits im Transformer-Netzwerk?") == []
 
 
 def test_a_capitalised_word_a_translation_kept_from_the_users_language_is_no_name():
