@@ -63,7 +63,8 @@ before""".split())  # verbs end the head: "what kind
 
 # heads that name no detail of their own ("which value", "what result"): nothing to look for
 _GENERIC = frozenset("""value values result results thing things aspect aspects part parts
-number amount way ways kind""".split())
+number amount way ways kind property properties characteristic characteristics trait
+traits""".split())  # "what property of LLMs does SLIM exploit?": "their iterative structure"
 _MEANS_WORDS = frozenset("""trick tricks technique techniques strategy strategies approach
 approaches method methods idea ideas mechanism mechanisms solution solutions remedy fix""".split())
 _QUANTITY_WORD = re.compile(

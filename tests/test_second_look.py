@@ -278,3 +278,15 @@ def test_the_rescue_quotes_the_sentence_for_what_is_asked(assistant, q, pid, sai
     assert said in rescued.citations[0].quote, rescued.text
     answer = assistant.ask(q)
     assert not answer.abstained and said in strip_markers(answer.text), answer.text
+
+
+def test_a_property_asked_for_is_answered_in_the_abstracts_own_words(assistant):
+    """'What characteristic of LLMs does SLIM exploit?': the abstract never writes
+    "characteristic" ("exploits the iterative structure of LLMs"), so the head-noun guard
+    had declared it not stated and rejected the second look that found it."""
+    assert not guard.asks_detail("What property of LLMs does SLIM exploit?", ("SLIM",))
+    assert guard.asks_detail("Which robot arm does HiMe use?", ("HiMe",)) == "robot arm"
+    answer = assistant.ask("What characteristic of LLMs does SLIM exploit?")
+    assert not answer.abstained, answer.text
+    assert "iterative structure" in strip_markers(answer.text)
+    assert any(c.paper_id == "004-07" and c.supported for c in answer.citations)
