@@ -115,14 +115,12 @@ def absent_names(question: str, where: Mentions, common: frozenset[str] = frozen
         if single.isupper() and zipf_frequency(single.lower(), "en") >= 3.0:
             continue  # shouting ("SYSTEM OVERRIDE", "HACKED") or an everyday acronym ("a VR
             # headset", "GPUs"): a description in the user's words, not a work's name
-        # a compound of the question's own ("RDP-to-f-DP") names what its parts name; an
-        # everyday word beside a name is no part of it ("Chinchilla-style": "style" is in
-        # some abstract, Chinchilla in none), and one of everyday words only is no name; in a
-        # compound the user wrote in their own language ("Actor-Netzwerk") any part counts
-        parts = [_flat(x) for x in re.split(r"[-/]", word) if len(_flat(x)) >= 3]
-        rare = parts if foreign and word in foreign else \
-            [x for x in parts if zipf_frequency(x, "en") < 3.0]
-        if flat in have or ("-" in word and (any(x in have for x in rare) or not rare)) or (
+        # a compound of the question's own ("RDP-to-f-DP", "Hodge-theoretic") names what its
+        # parts name, but a lower-case everyday word beside a name is no part of it
+        # ("Chinchilla-style": "style" is in some abstract, Chinchilla in none; "SWE-bench")
+        parts = [_flat(x) for x in re.split(r"[-/]", word) if len(_flat(x)) >= 3 and not (
+            x[:1].islower() and zipf_frequency(_flat(x), "en") >= 3.0)]
+        if flat in have or ("-" in word and (any(x in have for x in parts) or not parts)) or (
                 len(flat) >= 4 and process.extractOne(flat, where.names, scorer=fuzz.ratio,
                                                       score_cutoff=fuzzy) is not None):
             offered_present |= option
