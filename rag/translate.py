@@ -50,9 +50,6 @@ SHOT_INTO = {
     "ko": "GraphMix는 두 개의 보조 과제로 GPQA에서 정확도를 12% 높입니다.",
     "ru": "GraphMix повышает точность на GPQA на 12% с помощью двух вспомогательных задач.",
 }
-# what a line keeps untranslated in front: a bullet, and a quote's "Label (id): " header (the
-# 0.5B hands a line that starts with one back in English)
-_LINE = LEAD
 
 
 # Coined names: a digit or '@' among letters (SSL4RL, Wan2.1, leak@k), or a capital after a
@@ -179,7 +176,9 @@ class Translator:
         bodies, tails, leads = [], [], []
         for line in lines:
             tail = "".join(f" [{m}]" for m in dict.fromkeys(markers_in(line)))
-            lead = _LINE.match(line).group(0) if line.strip() else ""  # type: ignore[union-attr]
+            # kept untranslated in front: a bullet and a quote's "Label (id): " header (the
+            # 0.5B hands a line that starts with one back in English)
+            lead = LEAD.match(line).group(0) if line.strip() else ""  # type: ignore[union-attr]
             bodies.append(strip_markers(line[len(lead):]).strip())
             tails.append(tail)
             leads.append(lead)

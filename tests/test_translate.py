@@ -66,7 +66,7 @@ def test_a_name_the_translation_split_or_recased_is_written_as_in_english():
 
 
 def test_a_quotes_header_is_kept_in_front_of_the_translated_sentence():
-    from rag.translate import _LINE
+    from rag.extract import LEAD as _LINE
 
     assert _LINE.match("SVOO (003-03): Extensive experiments show").group(0) == "SVOO (003-03): "
     assert _LINE.match("- leak@k (004-09): We introduce").group(0) == "- leak@k (004-09): "
