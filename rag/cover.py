@@ -21,7 +21,7 @@ from rag.evaluate import numbers
 from rag.evidence import Evidence, SentenceIndex
 from rag.guard import NAME
 from rag.phrases import PAPER_ON, THE_PAPER
-from rag.retrieve import tokenize
+from rag.retrieve import content_words, tokenize
 from rag.types import Paper
 
 # Words that frame a question about a paper rather than ask for content: a sentence holding
@@ -105,10 +105,36 @@ def parts(question: str) -> list[str]:
 # "In the paper on X, how much ...?", "The hypergraph model of disease pathways: what prior
 # ...?": a clause before the question proper says which paper is meant (or sets it apart:
 # "Besides its alignment head, which ..."); its words are not asked for
+_WH = r"(?:what|which|how|why|who|whose|where|when)\b"
+_AUX = r"(?:is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b"
+# (a "when" or "where" that no verb follows starts a condition, not a question: "Roughly how
+# much quicker is X, when simulated on ordinary hardware?" asks how much quicker; a yes/no
+# question is asked after a colon or a dash, not a comma: "For X, is it ...?" keeps X)
 _FRONTED = re.compile(r"^(?!\W*(?:what|which|how|why|who|whose|where|when|is|are|was|were|"
-                      r"does|do|did|can|could|has|have)\b).*?(?:[,:;\u2013\u2014]|\s-)\s+"
-                      r"(?=(?:and\s+)?(?:what|which|how|why|who|whose|where|when)\b)",
-                      re.IGNORECASE | re.DOTALL)
+                      r"does|do|did|can|could|has|have)\b).*?(?:(?:[,:;\u2013\u2014]|\s-)\s+"
+                      r"(?=(?:and\s+)?(?:(?:what|which|how|why|who|whose)\b|(?:where|when)\s+"
+                      r"(?:\w+\s+)?" + _AUX + r"))|"
+                      # "That Rényi-divergence objective: do you have to change the network?"
+                      r"(?:[:\u2013\u2014]|\s-)\s+(?=" + _AUX + r"\s))", re.IGNORECASE | re.DOTALL)
+# "There's a method where a chatbot grades its own answers .... What do they call the way it
+# scores them?": statements before a question sentence describe the paper, the question asks;
+# not before one that only points back ("Which one?", "What is that ingredient?": the
+# statement holds what is asked)
+_SAID_FIRST = re.compile(r"^.*[.!]\s+(?=(?:(?:and|so)\s+)?(?:" + _WH + r"|" + _AUX +
+                         r")[^.!?]*\?\W*$)", re.IGNORECASE | re.DOTALL)
+_POINTING = frozenset("""one ones it its it's this that these those they them their paper
+papers method approach work study called call name named""".split())
+
+
+def _said_first(part: str) -> str:
+    """`part` less the statements before its question sentence (`_SAID_FIRST`), when that
+    sentence asks with at least three words of its own."""
+    m = _SAID_FIRST.match(part)
+    if m is None:
+        return part
+    rest = part[m.end():]
+    own = [w for w in content_words(rest) if w not in _POINTING and not re.fullmatch(_WH, w)]
+    return rest if len(own) >= 3 else part
 
 
 # "What kind of neural networks does the paper on the limitations of continual learning
@@ -124,9 +150,10 @@ _DESCRIBED = re.compile(r"^(?P<head>\W*(?:(?:and|so|also)\s+)?(?:what|which|how)
 
 
 def asked_clause(part: str) -> str:
-    """`part` without a clause fronted before its question word (`_FRONTED`) and without a
-    description of the paper inside it (`_DESCRIBED`)."""
-    part = _FRONTED.sub("", part, count=1)
+    """`part` without the statements before its question sentence (`_SAID_FIRST`), a clause
+    fronted before its question word (`_FRONTED`) and a description of the paper inside it
+    (`_DESCRIBED`)."""
+    part = _FRONTED.sub("", _said_first(part), count=1)
     m = _DESCRIBED.match(part)
     return m.group("head") + "it" + m.group("verb") if m else part
 

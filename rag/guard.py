@@ -67,10 +67,21 @@ number amount way ways kind property properties characteristic characteristics t
 traits""".split())  # "what property of LLMs does SLIM exploit?": "their iterative structure"
 _MEANS_WORDS = frozenset("""trick tricks technique techniques strategy strategies approach
 approaches method methods idea ideas mechanism mechanisms solution solutions remedy fix""".split())
+# a ratio said in words: "runs orders of magnitude faster", "a two-fold speedup", "twice as fast"
+_MAGNITUDE = re.compile(r"\b(?:an? |several |many |two |three )?orders? of magnitude\b|"
+                        r"\b(?:two|three|four|five|six|seven|eight|nine|ten|hundred|thousand|many|\d+)-?fold\b|"
+                        r"\b(?:twice|thrice)\b",
+                        re.IGNORECASE)
 _QUANTITY_WORD = re.compile(
-    r"\d\s*(?:%|x\b|×)|\d+(?:\.\d+)?|\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|"
-    r"twelve|dozens?|hundreds?|thousands?|millions?|billions?|half|double|twice|thrice|"
-    r"\w+fold)\b", re.IGNORECASE)
+    r"\d\s*(?:%|x\b|×)|\d+(?:\.\d+)?|" + _MAGNITUDE.pattern + r"|\b(?:two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve|dozens?|hundreds?|thousands?|millions?|billions?|half|"
+    r"double)\b", re.IGNORECASE)  # not "manifold"
+
+
+def states_magnitude(text: str) -> bool:
+    """Whether `text` states a ratio in words ("orders of magnitude faster", "two-fold"): the
+    answer to "how much quicker?" that has no digit."""
+    return bool(_MAGNITUDE.search(text))
 
 
 def states_quantity(text: str) -> bool:

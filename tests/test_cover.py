@@ -67,6 +67,24 @@ def test_the_clause_that_says_which_paper_is_meant_is_not_asked_for(embedder):
                               "learners evaluate on?") == "Which datasets does it evaluate on?"
     assert cover.asked_clause("How does the paper on repeated games compare with the paper on "
                               "auctions?").startswith("How does the paper on repeated games")
+    # a trailing "when ..." condition is no question of its own: the whole question asks
+    q = "Roughly how much quicker is the learner-level version, when run on ordinary hardware?"
+    assert cover.asked_clause(q) == q
+    assert cover.asked_clause("For repeated games, where did they get the data?") == \
+        "where did they get the data?"
+    assert cover.asked_clause("The repeated-games learner: does it need a new network?") == \
+        "does it need a new network?"  # a yes/no question after a colon
+    assert cover.asked_clause("For the games one, is it robust?") == \
+        "For the games one, is it robust?"  # ... but not after a comma
+    # statements before the question sentence describe the paper; the question sentence asks,
+    # unless it only points back at them
+    assert cover.asked_clause("There's a paper where two learners play a repeated game. "
+                              "Which board games did they run it on?") == \
+        "Which board games did they run it on?"
+    q = "There's a paper where two learners play a repeated game. Which one?"
+    assert cover.asked_clause(q) == q
+    assert cover.asked_clause("It adds one extra ingredient that absorbs noise. What is that "
+                              "ingredient?").startswith("It adds one extra ingredient")
     q = "In the work on repeated games between two learners, how many rounds does it need?"
     assert not cover.complement(p, q, "It reaches an equilibrium in 40 rounds.", index)
     # the asked part is still completed when the answer leaves it out
@@ -104,6 +122,33 @@ def test_a_how_many_part_takes_the_sentence_with_its_number_however_low_it_score
                            "and how many earlier findings survive?")
     assert not answer.abstained and "51%" in answer.text
     assert any("51%" in c.quote for c in answer.citations)
+
+
+def test_a_ratio_said_in_words_answers_how_much_faster(assistant):
+    """"Roughly how much does it speed up ...?" of a paper described in a first sentence: the
+    abstract says "runs orders of magnitude faster", with no digit. That sentence was no
+    answer to a number question, so the model's invented "10 times" left only "could not
+    find this"; it is now quoted."""
+    answer = assistant.ask("I read about a predictive coding reformulation built on errors "
+                           "instead of neuron states. Roughly how much does it speed up "
+                           "simulation on standard hardware?")
+    paper = next(p for p in assistant.papers() if "orders of magnitude" in p.clean
+                 and "predictive coding" in p.clean.lower())
+    assert not answer.abstained and "orders of magnitude" in answer.text
+    assert any(c.paper_id == paper.id and "orders of magnitude" in c.quote
+               for c in answer.citations)
+
+
+def test_the_sentence_quoted_answers_the_asked_part_not_the_description(assistant):
+    """"For <a description of the paper>, what do you have to modify ...?": when only the whole
+    question clears the rescue floor, it does so on the sentence its description matches
+    ("We propose the Rényi diffusion model ..."), which says which paper is meant; the
+    sentence quoted first is the asked part's best one ("... without modifying model
+    architectures or sampling procedures"), which had not been quoted at all."""
+    answer = assistant.ask("For the diffusion training objective based on Rényi divergence, "
+                           "what do you have to modify in the network or in sampling to use it?")
+    assert not answer.abstained and answer.citations
+    assert "without modifying model architectures" in answer.citations[0].quote
 
 
 @pytest.mark.parametrize("name,rest", [

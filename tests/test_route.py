@@ -209,6 +209,8 @@ def test_heads_that_are_no_detail_do_not_decline(papers, pid, question):
 @pytest.mark.parametrize("text,stated", [
     ("less than a 1% drop", True), ("with three or more outcomes", True), ("a 2B model", True),
     ("tenfold fewer calls", True), ("see [1], paper 000-12", False), ("it is robust", False),
+    ("runs orders of magnitude faster", True), ("a 10-fold gain", True),
+    ("features on a manifold", False),  # "-fold" in a word is no ratio
 ])
 def test_a_number_answer_must_state_a_quantity(text, stated):
     from rag.guard import states_quantity
