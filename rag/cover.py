@@ -120,7 +120,8 @@ _FRONTED = re.compile(r"^(?!\W*(?:what|which|how|why|who|whose|where|when|is|are
 # scores them?": statements before a question sentence describe the paper, the question asks;
 # not before one that only points back ("Which one?", "What is that ingredient?": the
 # statement holds what is asked)
-_SAID_FIRST = re.compile(r"^.*[.!]\s+(?=(?:(?:and|so)\s+)?(?:" + _WH + r"|" + _AUX +
+_SAID_FIRST = re.compile(r"^.*(?<!e\.g)(?<!i\.e)(?<!\bvs)(?<!etc)[.!]\s+"  # not "…, i.e. when …?"
+                         r"(?=(?:(?:and|so)\s+)?(?:" + _WH + r"|" + _AUX +
                          r")[^.!?]*\?\W*$)", re.IGNORECASE | re.DOTALL)
 _POINTING = frozenset("""one ones it its it's this that these those they them their paper
 papers method approach work study called call name named""".split())

@@ -83,6 +83,8 @@ def test_the_clause_that_says_which_paper_is_meant_is_not_asked_for(embedder):
         "Which board games did they run it on?"
     q = "There's a paper where two learners play a repeated game. Which one?"
     assert cover.asked_clause(q) == q
+    q = "Which papers study noisy labels, i.e. when part of the training annotations are wrong?"
+    assert cover.asked_clause(q) == q  # an abbreviation's period ends no statement
     assert cover.asked_clause("It adds one extra ingredient that absorbs noise. What is that "
                               "ingredient?").startswith("It adds one extra ingredient")
     q = "In the work on repeated games between two learners, how many rounds does it need?"
